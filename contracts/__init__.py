@@ -1,0 +1,1 @@
+"""Contracts: one pandera DataFrameModel a dataset, the row-level rules."""

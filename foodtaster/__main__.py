@@ -1,0 +1,5 @@
+import sys
+
+from foodtaster.cli import main
+
+sys.exit(main())

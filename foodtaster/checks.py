@@ -1,0 +1,69 @@
+"""Checks a contract may use beyond pandera's built-ins, registered with pandera.
+
+Each is written once here for pandera's pandas backend, which is the reference
+for what the rule means; `foodtaster.rules` evaluates the same rule per row on
+Spark, and the differential test holds the two to the same verdict.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+import pandas as pd
+import pandera.pandas as pa  # noqa: F401  (pandera must be imported before extensions)
+from pandera.api.extensions import register_check_method
+
+# ISO-8601 date-time with a zone: `Z` or an offset below 24 hours; up to microseconds.
+ISO_TIMESTAMP_PATTERN = (
+    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$"
+)
+_ISO_TIMESTAMP = re.compile(ISO_TIMESTAMP_PATTERN)
+COMPARISONS = {
+    "greater_than": lambda s, v: s > v,
+    "greater_than_or_equal_to": lambda s, v: s >= v,
+    "less_than": lambda s, v: s < v,
+    "less_than_or_equal_to": lambda s, v: s <= v,
+    "equal_to": lambda s, v: s == v,
+    "not_equal_to": lambda s, v: s != v,
+}
+
+
+def is_iso_timestamp(text: object) -> bool:
+    """The shape of ISO-8601 with a zone, and a real calendar date and clock time."""
+    if not isinstance(text, str) or not _ISO_TIMESTAMP.match(text):
+        return False
+    try:
+        datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        return False
+    return True
+
+
+def _register() -> None:
+    @register_check_method(statistics=[], check_type="element_wise")
+    def iso_timestamp(value: object) -> bool:
+        return is_iso_timestamp(value)
+
+    @register_check_method(
+        statistics=["if_column", "if_in", "then_column", "then_check", "then_value"],
+        supported_types=pd.DataFrame,
+    )
+    def conditional(
+        df: pd.DataFrame, *, if_column: str, if_in: list, then_column: str, then_check: str,
+        then_value: object,
+    ) -> pd.Series:
+        """When `if_column` is one of `if_in`, `then_column` must pass `then_check(then_value)`."""
+        applies = df[if_column].isin(if_in).fillna(False).astype(bool)
+        try:
+            holds = COMPARISONS[then_check](df[then_column], then_value).fillna(False).astype(bool)
+        except TypeError:  # a wrongly typed value cannot pass a comparison
+            holds = pd.Series(False, index=df.index)
+        return ~applies | holds
+
+
+try:
+    _register()
+except ValueError as err:  # registering twice (module reloaded) is harmless
+    if "already" not in str(err):
+        raise

@@ -1,0 +1,22 @@
+"""`python -m foodtaster <command>`: the engine's commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="foodtaster", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    from foodtaster import sample
+
+    sample.add_arguments(commands.add_parser("generate-sample", help=sample.__doc__))
+
+    args = parser.parse_args(argv)
+    return int(args.run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

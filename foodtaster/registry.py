@@ -1,0 +1,113 @@
+"""The dataset registry: `pipeline.yaml`, one entry a dataset."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_REGISTRY = PROJECT_ROOT / "pipeline.yaml"
+DEFAULT_LAKE = PROJECT_ROOT / "data" / "lake"
+DATASET_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
+
+
+class RegistryError(ValueError):
+    """pipeline.yaml is missing, malformed, or names something that does not exist."""
+
+
+@dataclass(frozen=True)
+class AlertChannels:
+    email_to: tuple[str, ...] = ()
+    smtp_conn_id: str = "smtp_default"
+    slack_conn_id: str = "slack_default"
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    name: str
+    contract: str  # "module:Class" of a pandera DataFrameModel
+    expectation_suite: str  # path of the GX suite JSON, relative to the project root
+    schedule: str | None = "@daily"
+    start_date: str = "2026-11-01"
+    description: str = ""
+    max_message_bytes: int = 1024 * 1024
+    alert_rate: float = 0.05
+    hold_rate: float = 0.25
+    disable_after: int = 5
+    alerts: AlertChannels = field(default_factory=AlertChannels)
+
+    def load_contract(self) -> type:
+        module_name, _, attr = self.contract.partition(":")
+        try:
+            return getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as err:
+            raise RegistryError(
+                f"dataset {self.name!r}: contract {self.contract!r} cannot be imported: {err}"
+            ) from err
+
+    def suite_path(self) -> Path:
+        path = Path(self.expectation_suite)
+        return path if path.is_absolute() else PROJECT_ROOT / path
+
+
+def registry_path() -> Path:
+    return Path(os.environ.get("FOODTASTER_REGISTRY", DEFAULT_REGISTRY))
+
+
+def lake_root() -> str:
+    """The lake root: FOODTASTER_LAKE (a path or any Hadoop/fsspec URI), else ./data/lake."""
+    return os.environ.get("FOODTASTER_LAKE") or str(DEFAULT_LAKE)
+
+
+def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, Any]) -> DatasetConfig:
+    if not re.match(DATASET_NAME_PATTERN, name):
+        raise RegistryError(f"dataset name {name!r} must match {DATASET_NAME_PATTERN}")
+    merged = {**defaults, **entry}
+    alerts = {**defaults.get("alerts", {}), **entry.get("alerts", {})}
+    merged["alerts"] = AlertChannels(
+        email_to=tuple(alerts.get("email_to", ())),
+        smtp_conn_id=alerts.get("smtp_conn_id", "smtp_default"),
+        slack_conn_id=alerts.get("slack_conn_id", "slack_default"),
+    )
+    known = set(DatasetConfig.__dataclass_fields__)
+    unknown = set(merged) - known
+    if unknown:
+        raise RegistryError(f"dataset {name!r}: unknown keys {sorted(unknown)}")
+    for required in ("contract", "expectation_suite"):
+        if required not in merged:
+            raise RegistryError(f"dataset {name!r}: {required!r} is required")
+    config = DatasetConfig(name=name, **{k: v for k, v in merged.items() if k != "name"})
+    if not 0 < config.alert_rate <= config.hold_rate <= 1:
+        raise RegistryError(
+            f"dataset {name!r}: need 0 < alert_rate <= hold_rate <= 1, "
+            f"got {config.alert_rate} and {config.hold_rate}"
+        )
+    if config.max_message_bytes <= 0 or config.disable_after <= 0:
+        raise RegistryError(f"dataset {name!r}: max_message_bytes and disable_after must be > 0")
+    return config
+
+
+def load_registry(path: str | Path | None = None) -> dict[str, DatasetConfig]:
+    path = Path(path) if path else registry_path()
+    try:
+        document = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError as err:
+        raise RegistryError(f"registry {path} not found") from err
+    defaults = document.get("defaults", {}) or {}
+    datasets = document.get("datasets") or {}
+    if not isinstance(datasets, dict):
+        raise RegistryError(f"{path}: 'datasets' must be a mapping of name to entry")
+    return {name: _dataset_from_entry(name, entry or {}, defaults) for name, entry in datasets.items()}
+
+
+def get_dataset(name: str, path: str | Path | None = None) -> DatasetConfig:
+    datasets = load_registry(path)
+    if name not in datasets:
+        raise RegistryError(f"dataset {name!r} is not in the registry (known: {sorted(datasets)})")
+    return datasets[name]

@@ -1,0 +1,45 @@
+"""Build the SparkSession the same way under spark-submit, plain python and tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+from pyspark import SparkConf
+from pyspark.sql import SparkSession
+
+
+def build_session(
+    app_name: str, master: str | None = None, test_mode: bool = False
+) -> SparkSession:
+    """A session on `master`, else spark-submit's master, else local[*].
+
+    PYSPARK_PYTHON defaults to this interpreter so Python workers see pandera
+    and the contracts; times are UTC so `created_at` means the same everywhere.
+    """
+    if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
+        raise RuntimeError(
+            "Java 17+ is required by Spark 4 and was not found: "
+            "install it (apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+        )
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    elif not SparkConf().contains("spark.master"):
+        builder = builder.master("local[*]")
+    builder = (
+        builder.config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.sources.partitionOverwriteMode", "static")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    if test_mode:
+        builder = builder.config("spark.ui.enabled", "false").config(
+            "spark.sql.shuffle.partitions", "2"
+        )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
