@@ -1,0 +1,592 @@
+"""Write sample `orders` batches (JSON lines) with a chosen size, seed and poison mix.
+
+Every line comes with its truth: which poison kind it is and whether the pipeline
+must keep it, quarantine it or drop it as a redelivery. Tests and demos can then
+hold the engine to an exact answer instead of eyeballing counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta, timezone
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+POISON_KINDS: tuple[str, ...] = (
+    # bytes layer
+    "invalid_utf8", "nul_byte", "oversized", "empty_line",
+    # parse layer
+    "truncated_json", "single_quotes", "nan", "trailing_comma", "top_level_array",
+    "concatenated",
+    # contract layer
+    "missing_field", "wrong_type_amount", "float_items", "null_required", "out_of_range",
+    "unknown_enum", "bad_timestamp", "bad_message_id", "cross_field", "multi_fail",
+    "html_payload", "conflicting_duplicate",
+    # not poison, but not a new message either: dropped, counted
+    "redelivery",
+)
+
+VALID = "valid"
+QUARANTINED = "quarantined"
+DUPLICATE_DROPPED = "duplicate_dropped"
+MAX_OVERSIZED = 2  # each is over a MiB by default: enough to test the rule, not to bloat a batch
+_CHUNK = 65536  # lines joined and written at once
+
+CURRENCIES = ("USD", "EUR", "GBP", "JPY", "CHF")
+STATUSES = ("CREATED", "PAID", "SHIPPED", "DELIVERED", "CANCELLED")
+_PAID = ("PAID", "SHIPPED", "DELIVERED")  # the statuses that require amount > 0
+
+# Two producers, two ways of writing JSON: compact with one key order, and
+# json.dumps' default spacing with another. The engine must not care.
+_PRODUCERS = ("checkout-svc", "fulfilment-svc")
+_SEPARATORS = ((",", ":"), (", ", ": "))
+_TEMPLATES = (
+    '{{"message_id":"m-{0}-{1}","order_id":"o-{2:07d}","customer_id":"c-{3:05d}",{4},'
+    '"created_at":"{5}",{6}}}\n',
+    '{{"order_id": "o-{2:07d}", "message_id": "m-{0}-{1}", "created_at": "{5}", {4}, '
+    '"customer_id": "c-{3:05d}", {6}}}\n',
+)
+_EXTRAS: tuple[dict[str, object], ...] = (
+    {"channel": "web"},
+    {"channel": "mobile"},
+    {"coupon": "WINTER10"},
+    {"schema_version": 2},
+    {"tags": ["gift", "express"]},
+    {"meta": {"ip_country": "DE", "attempt": 1}},
+    {"note": "café ☕ 🎁"},  # valid multi-byte UTF-8 must pass the bytes layer
+)
+
+T = TypeVar("T")
+_dumps = partial(json.dumps, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class LineTruth:
+    """What the generator knows about one line it wrote: the answer key for the engine."""
+
+    file: str  # basename inside out_dir
+    line: int  # 1-based line number in that file
+    kind: str  # "good", a poison kind, or "redelivery"
+    expected: str  # "valid" | "quarantined" | "duplicate_dropped"
+
+
+@dataclass
+class SampleBatch:
+    """The files of one generated batch and, unless turned off, the truth of every line."""
+
+    files: list[str]
+    truth: list[LineTruth]
+    messages: int
+    outcomes: dict[str, int] = field(default_factory=dict)  # kept even without truth
+
+    def counts(self) -> dict[str, int]:
+        """Expected outcome -> lines: what `landed = valid + quarantined + dropped` must give."""
+        return dict(self.outcomes)
+
+
+def _expected(kind: str) -> str:
+    if kind == "good":
+        return VALID
+    return DUPLICATE_DROPPED if kind == "redelivery" else QUARANTINED
+
+
+# ---------------------------------------------------------------- good lines
+
+
+def _timestamps(rng: random.Random, day: date, size: int) -> list[str]:
+    """created_at values: mostly `Z` with millis inside the batch date, some offsets
+    (whose local date may differ: the instant is what counts), a few late arrivals."""
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    hour_weights = [1, 1, 1, 1, 1, 2, 3, 5, 7, 8, 8, 9, 10, 9, 8, 8, 8, 9, 10, 10, 9, 7, 4, 2]
+    zones = [timezone(timedelta(hours=h, minutes=m)) for h, m in
+             ((1, 0), (2, 0), (-5, 0), (5, 30), (-8, 0), (9, 0), (0, 0))]
+    values = []
+    for hour in rng.choices(range(24), hour_weights, k=size):
+        instant = start + timedelta(hours=hour, seconds=rng.randrange(3600),
+                                    microseconds=rng.randrange(1_000_000))
+        form = rng.random()
+        if form < 0.02:  # late arrival from the day before
+            instant -= timedelta(days=1)
+        if form < 0.82:
+            text = instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        elif form < 0.89:
+            text = instant.isoformat(timespec="seconds").replace("+00:00", "Z")
+        elif form < 0.92:
+            text = instant.isoformat(timespec="microseconds").replace("+00:00", "Z")
+        else:
+            text = instant.astimezone(rng.choice(zones)).isoformat(timespec="milliseconds")
+        values.append(text)
+    return values
+
+
+def _money(rng: random.Random, size: int, separators: tuple[str, str]) -> list[str]:
+    """`"amount":..,"currency":..,"status":..` fragments: lognormal amounts around 50
+    (yen around 5000), mostly with cents, zero only where the contract allows it."""
+    fragments = []
+    for _ in range(size):
+        currency = rng.choices(CURRENCIES, (40, 30, 15, 8, 7))[0]
+        status = rng.choices(STATUSES, (30, 30, 15, 15, 10))[0]
+        amount: float | int = min(rng.lognormvariate(math.log(50), 1.0), 999_999.0)
+        if currency == "JPY":
+            amount = min(round(amount * 100), 1_000_000)
+        elif rng.random() < 0.6:
+            amount = max(round(amount, 2), 0.01)
+        else:
+            amount = max(round(amount), 1)
+        if status not in _PAID and rng.random() < 0.03:
+            amount = 0
+        record = {"amount": amount, "currency": currency, "status": status}
+        fragments.append(json.dumps(record, ensure_ascii=False, separators=separators)[1:-1])
+    # the edges of the contract are valid too
+    fragments[0] = json.dumps({"amount": 1_000_000, "currency": "USD", "status": "PAID"},
+                              separators=separators)[1:-1]
+    fragments[1] = json.dumps({"amount": 0.01, "currency": "EUR", "status": "DELIVERED"},
+                              separators=separators)[1:-1]
+    return fragments
+
+
+def _rest(rng: random.Random, size: int, style: int) -> list[str]:
+    """`"items":..` plus the optional producer (sometimes absent or null) and sometimes
+    an extra field, which the contract allows."""
+    fragments = []
+    for _ in range(size):
+        items = rng.choices((1, 2, 3, 4, 5, rng.randint(6, 50)), (40, 25, 12, 8, 5, 10))[0]
+        record: dict[str, object] = {"items": items}
+        form = rng.random()
+        if form < 0.94:
+            record["producer"] = _PRODUCERS[style]
+        elif form < 0.96:
+            record["producer"] = None
+        if rng.random() < 0.15:
+            record.update(rng.choice(_EXTRAS))
+        fragments.append(json.dumps(record, ensure_ascii=False, separators=_SEPARATORS[style])[1:-1])
+    fragments[0] = json.dumps({"items": 1000}, separators=_SEPARATORS[style])[1:-1]
+    return fragments
+
+
+def _good_lines(rng: random.Random, seed: int, day: date) -> Callable[[int], str]:
+    """A function n -> the good line with message_id `m-<seed>-<n>`.
+
+    Lines are assembled from precomputed pools of fragments with one format call
+    and one random draw each, which is what makes millions of lines cheap."""
+    times = _timestamps(rng, day, 1 << 16)
+    money = [_money(rng, 1 << 14, _SEPARATORS[s]) for s in (0, 1)]
+    rest = [_rest(rng, 1 << 12, s) for s in (0, 1)]
+    formats = [template.format for template in _TEMPLATES]
+    bits = rng.getrandbits
+
+    def good(n: int) -> str:
+        r = bits(84)
+        style = (r & 3) == 0  # one line in four comes from the fulfilment service
+        return formats[style](
+            seed, n, (r >> 2) & 0xFFFFF, (r >> 22) & 0xFFFF, money[style][(r >> 38) & 0x3FFF],
+            times[(r >> 52) & 0xFFFF], rest[style][(r >> 68) & 0xFFF],
+        )
+
+    return good
+
+
+# ---------------------------------------------------------------- poison lines
+# Each maker takes a valid record (message_id `p-<seed>-<n>`), which instance of
+# its kind this is (to rotate through variants) and the rng; it returns the line
+# without its newline. A str holds invalid bytes as surrogate escapes.
+
+
+def _pick(options: Sequence[T], variant: int) -> T:
+    """Rotate through a kind's variants, so a batch with several of a kind has each."""
+    return options[variant % len(options)]
+
+
+def _invalid_utf8(rec: dict, variant: int, _rng: random.Random) -> str:
+    column, bad = _pick((
+        ("customer_id", b"\xff\xfe"),
+        ("producer", b"\xc3\x28"),  # a lead byte followed by ASCII
+        ("order_id", b"\xe2\x82"),  # a 3-byte sequence cut short
+        ("customer_id", b"\xed\xa0\x80"),  # an encoded surrogate
+        ("customer_id", b"\xc0\xaf"),  # an overlong encoding of '/'
+    ), variant)
+    rec[column] = f"{rec.get(column) or 'x'}{bad.decode('utf-8', 'surrogateescape')}"
+    return _dumps(rec)
+
+
+def _nul_byte(rec: dict, variant: int, _rng: random.Random) -> str:
+    column = _pick(("customer_id", "order_id", "producer"), variant)
+    rec[column] = f"{rec.get(column) or 'x'}\x00z"
+    return _dumps(rec).replace("\\u0000", "\x00")  # raw, not the escape json writes
+
+
+def _truncated_json(rec: dict, _variant: int, rng: random.Random) -> str:
+    text = _dumps(rec)
+    return text[: rng.randrange(len(text) // 3, len(text) - 1)]
+
+
+def _single_quotes(rec: dict, _variant: int, _rng: random.Random) -> str:
+    return repr(rec)
+
+
+def _nan(rec: dict, _variant: int, _rng: random.Random) -> str:
+    rec["amount"] = math.nan
+    return _dumps(rec)
+
+
+def _trailing_comma(rec: dict, variant: int, _rng: random.Random) -> str:
+    if variant % 2:
+        rec["tags"] = ["gift", "express"]
+        return _dumps(rec).replace('"express"]', '"express",]')
+    return _dumps(rec)[:-1] + ",}"
+
+
+def _top_level_array(rec: dict, _variant: int, _rng: random.Random) -> str:
+    return f"[{_dumps(rec)}]"
+
+
+def _concatenated(rec: dict, _variant: int, _rng: random.Random) -> str:
+    return _dumps(rec) + _dumps({**rec, "message_id": rec["message_id"] + "-b"})
+
+
+_REQUIRED = ("amount", "currency", "created_at", "items", "status", "customer_id", "order_id",
+             "message_id")
+
+
+def _not_paid(rec: dict) -> None:
+    """Keep the cross-field rule out of it when the poison is about the amount."""
+    if rec["status"] in _PAID:
+        rec["status"] = "CREATED"
+
+
+def _missing_field(rec: dict, variant: int, _rng: random.Random) -> str:
+    column = _pick(_REQUIRED, variant)
+    if column == "amount":
+        _not_paid(rec)
+    del rec[column]
+    return _dumps(rec)
+
+
+def _wrong_type_amount(rec: dict, variant: int, _rng: random.Random) -> str:
+    _not_paid(rec)
+    rec["amount"] = _pick(("12.5", str(rec["amount"])), variant)
+    return _dumps(rec)
+
+
+def _float_items(rec: dict, _variant: int, _rng: random.Random) -> str:
+    rec["items"] = 2.0
+    return _dumps(rec)
+
+
+def _null_required(rec: dict, variant: int, _rng: random.Random) -> str:
+    column = _pick(("currency", *(c for c in _REQUIRED if c != "currency")), variant)
+    if column == "amount":
+        _not_paid(rec)
+    rec[column] = None
+    return _dumps(rec)
+
+
+def _out_of_range(rec: dict, variant: int, _rng: random.Random) -> str:
+    column, value = _pick((("amount", -5), ("items", 0), ("items", 5000),
+                           ("amount", 1_000_000.01)), variant)
+    if value == -5:
+        _not_paid(rec)
+    rec[column] = value
+    return _dumps(rec)
+
+
+def _unknown_enum(rec: dict, variant: int, _rng: random.Random) -> str:
+    column, value = _pick((("currency", "XYZ"), ("status", "LOST"), ("currency", "usd")), variant)
+    rec[column] = value
+    return _dumps(rec)
+
+
+def _bad_timestamp(rec: dict, variant: int, _rng: random.Random) -> str:
+    day = rec["created_at"][:10]
+    rec["created_at"] = _pick((
+        f"{day[:4]}-13-45T99:00:00Z",
+        "yesterday",
+        f"{day}T10:00:00",  # no zone
+        f"{day} 10:00:00Z",  # no T
+        f"{day[:4]}-02-30T10:00:00Z",  # the right shape, not a date
+    ), variant)
+    return _dumps(rec)
+
+
+def _bad_message_id(rec: dict, variant: int, _rng: random.Random) -> str:
+    ident = rec["message_id"]
+    rec["message_id"] = _pick((
+        ident.replace("-", " ", 1),
+        (ident + "-").ljust(70, "x"),
+        ident + "/x",
+        ident + "é",
+    ), variant)
+    return _dumps(rec)
+
+
+def _cross_field(rec: dict, variant: int, _rng: random.Random) -> str:
+    rec["status"] = _pick(_PAID, variant)
+    rec["amount"] = _pick((0, 0.0), variant // len(_PAID))
+    return _dumps(rec)
+
+
+def _multi_fail(rec: dict, _variant: int, _rng: random.Random) -> str:
+    rec.update(amount=-5, currency="XYZ", items=0, created_at="yesterday")
+    return _dumps(rec)
+
+
+def _html_payload(rec: dict, _variant: int, _rng: random.Random) -> str:
+    rec.update(customer_id="<script>alert(1)</script>", currency="<img src=x onerror=alert(2)>")
+    return _dumps(rec)
+
+
+_MAKERS: dict[str, Callable[[dict, int, random.Random], str]] = {
+    "invalid_utf8": _invalid_utf8, "nul_byte": _nul_byte, "truncated_json": _truncated_json,
+    "single_quotes": _single_quotes, "nan": _nan, "trailing_comma": _trailing_comma,
+    "top_level_array": _top_level_array, "concatenated": _concatenated,
+    "missing_field": _missing_field, "wrong_type_amount": _wrong_type_amount,
+    "float_items": _float_items, "null_required": _null_required, "out_of_range": _out_of_range,
+    "unknown_enum": _unknown_enum, "bad_timestamp": _bad_timestamp,
+    "bad_message_id": _bad_message_id, "cross_field": _cross_field, "multi_fail": _multi_fail,
+    "html_payload": _html_payload,
+}
+
+
+def _oversized(rec: dict, variant: int, max_message_bytes: int) -> str:
+    """Valid JSON, valid contract, too long: the first is one byte over the limit."""
+    base = len(_dumps({**rec, "blob": ""}).encode())
+    target = max_message_bytes + 1 + variant * 65536
+    return _dumps({**rec, "blob": "x" * max(target - base, 0)})
+
+
+# ---------------------------------------------------------------- the plan
+
+
+def _units(messages: int, poison_rate: float, kinds: Sequence[str],
+           rng: random.Random) -> dict[str, int]:
+    """How many of each kind: about poison_rate of the lines, round robin over the
+    kinds, at least one each when there is room, never more lines than `messages`
+    (a redelivery also needs a good line to copy)."""
+    units = dict.fromkeys(kinds, 0)
+    width = {k: 2 if k == "conflicting_duplicate" else 1 for k in kinds}
+    lines = sources = 0
+
+    def add(kind: str) -> bool:
+        nonlocal lines, sources
+        extra = int(kind == "redelivery")
+        if kind == "oversized" and units[kind] >= MAX_OVERSIZED:
+            return False
+        if lines + width[kind] + sources + extra > messages:
+            return False
+        units[kind] += 1
+        lines += width[kind]
+        sources += extra
+        return True
+
+    if messages >= 4 * len(kinds):
+        for kind in kinds:
+            add(kind)
+    target = round(messages * poison_rate)
+    order = list(kinds)
+    rng.shuffle(order)
+    progress = True
+    while lines < target and progress:
+        progress = False
+        for kind in order:
+            if lines >= target:
+                break
+            progress = add(kind) or progress
+    return units
+
+
+def _place(units: dict[str, int], bounds: list[int],
+           rng: random.Random) -> dict[int, tuple[str, int]]:
+    """Line index -> (kind, instance). Redelivery copies come after their source
+    ("source", instance); empty lines go inside a file, not at its ends."""
+    total = bounds[-1]
+    plan: dict[int, tuple[str, int]] = {}
+    edges = {0, *bounds[1:-1], *(b - 1 for b in bounds[1:])}  # first and last lines
+
+    def free(lo: int, hi: int, inside: bool = False) -> int | None:
+        def ok(n: int) -> bool:
+            return n not in plan and not (inside and n in edges)
+
+        for _ in range(64 if lo < hi else 0):
+            n = rng.randrange(lo, hi)
+            if ok(n):
+                return n
+        return next(filter(ok, range(lo, hi)), None)  # crowded: the first free line will do
+
+    for i in range(units.get("empty_line", 0)):
+        n = free(0, total, inside=True)
+        plan[n if n is not None else free(0, total)] = ("empty_line", i)
+    for i in range(units.get("redelivery", 0)):
+        source = free(0, total)
+        copy = free(source + 1, total)
+        if copy is None:  # the source took the last free line: look before it
+            source, copy = free(0, source), source
+        plan[source] = ("source", i)
+        plan[copy] = ("redelivery", i)
+    for i in range(units.get("conflicting_duplicate", 0)):
+        plan[free(0, total)] = ("conflicting_duplicate", 2 * i)
+        plan[free(0, total)] = ("conflicting_duplicate", 2 * i + 1)
+    for kind, count in units.items():
+        if kind not in ("empty_line", "redelivery", "conflicting_duplicate"):
+            for i in range(count):
+                plan[free(0, total)] = (kind, i)
+    return plan
+
+
+# ---------------------------------------------------------------- the batch
+
+
+def generate_batch(out_dir: str | Path, *, messages: int = 1000, seed: int = 7,
+                   poison_rate: float = 0.05, batch_date: str = "2026-11-20",
+                   files: int = 3, gzip_files: int = 1,
+                   kinds: Sequence[str] | None = None,
+                   max_message_bytes: int = 1048576,
+                   keep_truth: bool = True) -> SampleBatch:
+    """Write `messages` lines over `files` files in out_dir (the last `gzip_files` of
+    them gzip-compressed) and return what each line is.
+
+    The same arguments give byte-identical files. About `poison_rate` of the lines
+    are poison, spread over `kinds` (default: all of POISON_KINDS); each requested
+    kind appears at least once when messages >= 4 * len(kinds), `oversized` at most
+    twice. keep_truth=False skips the per-line truth (millions of lines).
+    """
+    day = date.fromisoformat(batch_date)
+    wanted = list(dict.fromkeys(POISON_KINDS if kinds is None else kinds))
+    unknown = sorted(set(wanted) - set(POISON_KINDS))
+    if unknown:
+        raise ValueError(f"unknown poison kinds {unknown}; known: {', '.join(POISON_KINDS)}")
+    if not 1 <= files <= messages:
+        raise ValueError(f"need 1 <= files <= messages, got files={files} messages={messages}")
+    if not 0 <= gzip_files <= files:
+        raise ValueError(f"need 0 <= gzip_files <= files, got {gzip_files}")
+    if not 0.0 <= poison_rate <= 1.0:
+        raise ValueError(f"poison_rate must be within [0, 1], got {poison_rate}")
+    if max_message_bytes < 1:
+        raise ValueError(f"max_message_bytes must be positive, got {max_message_bytes}")
+
+    rng = random.Random(seed)
+    bounds = [i * messages // files for i in range(files + 1)]
+    plan = _place(_units(messages, poison_rate, wanted, rng), bounds, rng)
+    labels = {n: ("good" if kind == "source" else kind) for n, (kind, _) in plan.items()}
+    good = _good_lines(rng, seed, day)
+    sources: dict[int, str] = {}  # redelivery instance -> the exact line to copy
+    pairs: dict[int, dict] = {}  # conflicting pair -> the record its twin will change
+
+    def special(n: int) -> str:
+        kind, instance = plan[n]
+        if kind == "source":
+            sources[instance] = good(n)
+            return sources[instance]
+        if kind == "redelivery":
+            return sources.pop(instance)
+        if kind == "empty_line":
+            return "\n"
+        rec = json.loads(good(n))
+        rec["message_id"] = f"p-{seed}-{n}"
+        if kind == "conflicting_duplicate":  # a pair: same id, the amount changed
+            twin = pairs.pop(instance // 2, None)
+            if twin is None:
+                rec["message_id"] = f"dup-{seed}-{instance // 2}"
+                pairs[instance // 2] = rec
+            else:
+                rec = twin
+                amount = rec["amount"]
+                rec["amount"] = round(amount + 10.5 if amount < 500_000 else amount - 10.5, 2)
+            return _dumps(rec) + "\n"
+        if kind == "oversized":
+            return _oversized(rec, instance, max_message_bytes) + "\n"
+        return _MAKERS[kind](rec, instance, rng) + "\n"
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths: list[str] = []
+    truth: list[LineTruth] = []
+    for i in range(files):
+        compressed = i >= files - gzip_files
+        name = f"orders-{day.isoformat()}-part-{i:04d}.jsonl" + (".gz" if compressed else "")
+        path = out / name
+        paths.append(str(path.resolve()))
+        with open(path, "wb") as raw, (
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=1, mtime=0)
+            if compressed else raw
+        ) as sink:
+            for lo in range(bounds[i], bounds[i + 1], _CHUNK):
+                hi = min(lo + _CHUNK, bounds[i + 1])
+                lines = [special(n) if n in plan else good(n) for n in range(lo, hi)]
+                sink.write("".join(lines).encode("utf-8", "surrogateescape"))
+                if keep_truth:
+                    truth.extend(
+                        LineTruth(name, n - bounds[i] + 1, kind, _expected(kind))
+                        for n in range(lo, hi) for kind in (labels.get(n, "good"),)
+                    )
+
+    outcomes = dict.fromkeys((VALID, QUARANTINED, DUPLICATE_DROPPED), 0)
+    outcomes.update(Counter(_expected(kind) for kind in labels.values()))
+    outcomes[VALID] += messages - len(labels)
+    return SampleBatch(files=paths, truth=truth, messages=messages, outcomes=outcomes)
+
+
+def write_truth(truth: Sequence[LineTruth], path: str | Path) -> None:
+    """The truth as JSON lines, so a test in another process can check the engine."""
+    names: dict[str, str] = {}  # file -> its JSON string, encoded once, not per line
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.writelines(
+            f'{{"file": {names.get(t.file) or names.setdefault(t.file, json.dumps(t.file))}, '
+            f'"line": {t.line}, "kind": "{t.kind}", "expected": "{t.expected}"}}\n'
+            for t in truth
+        )
+
+
+# ---------------------------------------------------------------- the command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `generate-sample` command's options."""
+    parser.add_argument("--out", required=True, metavar="DIR", help="directory to write into")
+    parser.add_argument("--messages", type=int, default=1000, metavar="N", help="total lines")
+    parser.add_argument("--seed", type=int, default=7, metavar="S")
+    parser.add_argument("--poison-rate", type=float, default=0.05, metavar="R",
+                        help="share of poison lines, 0 to 1")
+    parser.add_argument("--date", default="2026-11-20", metavar="YYYY-MM-DD", help="batch date")
+    parser.add_argument("--files", type=int, default=3, metavar="N")
+    parser.add_argument("--gzip-files", type=int, default=1, metavar="N",
+                        help="how many of the files are .jsonl.gz")
+    parser.add_argument("--kinds", metavar="K1,K2", help="poison kinds (default: all)")
+    parser.add_argument("--max-message-bytes", type=int, default=1048576, metavar="B")
+    parser.add_argument("--truth", metavar="PATH",
+                        help="also write each line's truth here as JSON lines (not inside --out)")
+    parser.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    out = Path(args.out).resolve()
+    if args.truth and Path(args.truth).resolve().is_relative_to(out):
+        print(f"--truth must be outside --out ({out}): the engine would read it as a batch",
+              file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    try:
+        batch = generate_batch(
+            out, messages=args.messages, seed=args.seed, poison_rate=args.poison_rate,
+            batch_date=args.date, files=args.files, gzip_files=args.gzip_files,
+            kinds=args.kinds.split(",") if args.kinds else None,
+            max_message_bytes=args.max_message_bytes, keep_truth=bool(args.truth),
+        )
+    except ValueError as err:
+        print(f"generate-sample: {err}", file=sys.stderr)
+        return 2
+    if args.truth:
+        write_truth(batch.truth, args.truth)
+    counts = ", ".join(f"{k}={v}" for k, v in batch.counts().items())
+    print(f"wrote {batch.messages} lines in {len(batch.files)} files to {out} "
+          f"in {time.perf_counter() - started:.1f}s (seed {args.seed}): {counts}")
+    return 0
