@@ -1,0 +1,463 @@
+"""Operator alerts: what a person needs to act on a poisoned batch, by email, Slack or a file.
+
+An alert is built once as a small document (paragraphs, facts, lists, tables,
+sample messages) and rendered three ways: plain text, HTML and Slack mrkdwn,
+so the channels always carry the same facts. Every value that came from a
+message is escaped for its channel: a `<script>` in a poison message is the
+kind of thing quarantine exists for, and it must not run in a mail client.
+
+Callers pass plain values (host, port, login, webhook URL), so this module
+never needs Airflow; the DAG reads them from Airflow connections.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import smtplib
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from email.message import EmailMessage
+from email.utils import formatdate, make_msgid
+from typing import Any
+
+import fsspec
+
+from foodtaster.lake import Lake, write_json
+from foodtaster.logs import batch_logger
+from foodtaster.policy import Verdict
+from foodtaster.registry import DatasetConfig
+
+MAX_SAMPLES = 5  # sample messages shown in a batch alert
+MAX_SAMPLE_REASONS = 5  # reasons shown per sample message
+SAMPLE_CHARS = 500  # a sample message is cut to this many characters
+NOTE_CHARS = 200  # a reason or gate failure line is cut to this many characters
+TOP_REASONS = 10  # rows of the top-reasons table
+SLACK_HEADER_CHARS = 150  # Slack's limit for a header block
+SLACK_SECTION_CHARS = 3000  # Slack's limit for a section block's text
+PATH_LABELS = {
+    "quarantine": "Quarantine partition",
+    "report": "Report",
+    "data_docs": "Data Docs",
+    "valid": "Valid partition",
+}
+
+
+class AlertDeliveryError(RuntimeError):
+    """An alert could not be delivered; the message says where to, never the secret."""
+
+
+@dataclass(frozen=True)
+class Alert:
+    dataset: str
+    batch_id: str
+    kind: str  # "batch" | "disabled"
+    severity: str  # "ok" | "warning" | "critical"
+    subject: str
+    text: str
+    html: str
+    slack_sections: tuple[str, ...]  # mrkdwn, one Slack section block each
+
+    def slack_payload(self) -> dict[str, Any]:
+        """A Slack incoming-webhook message: `text` for notifications, blocks for the channel."""
+        return {
+            "text": _slack_escape(self.subject),
+            "blocks": [
+                {"type": "header", "text": {
+                    "type": "plain_text", "text": _cut(self.subject, SLACK_HEADER_CHARS),
+                }},
+                *({"type": "section", "text": {"type": "mrkdwn", "text": section}}
+                  for section in self.slack_sections),
+            ],
+        }
+
+
+# The alert document: channel-neutral blocks, rendered by _render_text/_html/_slack.
+
+
+@dataclass(frozen=True)
+class _Para:
+    text: str
+
+
+@dataclass(frozen=True)
+class _Facts:
+    heading: str
+    rows: tuple[tuple[str, str], ...]  # (label, value)
+    code: bool = False  # values are paths or identifiers, shown verbatim
+
+
+@dataclass(frozen=True)
+class _List:
+    heading: str
+    items: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Table:
+    heading: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class _Sample:
+    heading: str
+    notes: tuple[str, ...]
+    raw: str
+
+
+_Block = _Para | _Facts | _List | _Table | _Sample
+
+
+def build_batch_alert(
+    summary: dict[str, Any], verdict: Verdict, config: DatasetConfig, paths: dict[str, str]
+) -> Alert:
+    """The alert for one batch from its summary.json and verdict.
+
+    `paths` adds to (and overrides) the summary's own `paths`, for locations
+    only the caller knows (e.g. where the valid rows were published).
+    """
+    dataset, batch_id = summary["dataset"], summary["batch_id"]
+    rate = float(summary["quarantine_rate"])
+    crossed = ("hold_rate", config.hold_rate) if rate >= config.hold_rate else (
+        "alert_rate", config.alert_rate)
+    status = verdict.severity.upper() if verdict.publish else "HELD"
+    subject = (
+        f"[foodtaster] {dataset} batch {batch_id}: quarantine rate {rate:.2%} "
+        f"({crossed[0]} {crossed[1]:.2%}) — {status}"
+    )
+    outcome = (
+        "published; its quarantined messages are kept in quarantine" if verdict.publish
+        else "HELD: its valid rows are not published until the batch is rerun and passes"
+    )
+    gate = summary.get("gate") or {}
+    blocks: list[_Block] = [
+        _Para(f"Batch {batch_id} of dataset {dataset} ({summary['batch_date']}) was {outcome}."),
+        _Facts("Counts", (
+            ("Messages", str(summary["messages"])),
+            ("Valid", str(summary["valid"])),
+            ("Quarantined", str(summary["quarantined"])),
+            ("Duplicates dropped", str(summary.get("duplicates_dropped", 0))),
+            ("Quarantine rate", f"{rate:.2%} (alert_rate {config.alert_rate:.2%}, "
+                                f"hold_rate {config.hold_rate:.2%})"),
+            ("Batch gate", "passed" if gate.get("passed", True) else "FAILED"),
+            ("Verdict", f"{status} (severity {verdict.severity})"),
+        )),
+        _List("Why", verdict.why or ("no threshold crossed",)),
+    ]
+    reasons = sorted((summary.get("reasons") or {}).items(), key=lambda item: (-item[1], item[0]))
+    if reasons:
+        blocks.append(_Table(
+            "Top reasons"
+            + (f" ({TOP_REASONS} of {len(reasons)})" if len(reasons) > TOP_REASONS else ""),
+            ("Reason", "Count"),
+            tuple((rule, str(count)) for rule, count in reasons[:TOP_REASONS]),
+        ))
+    if gate.get("failed"):
+        blocks.append(_List("Failed batch expectations", tuple(
+            _cut(f"{failed.get('expectation')} on {failed.get('column') or 'the batch'}: "
+                 f"observed {failed.get('observed')}", NOTE_CHARS)
+            for failed in gate["failed"]
+        )))
+    samples = (summary.get("samples") or [])[:MAX_SAMPLES]
+    blocks.extend(
+        _sample_block(sample, number, len(samples)) for number, sample in enumerate(samples, 1)
+    )
+    blocks.append(_where({**(summary.get("paths") or {}), **paths}))
+    return _alert(dataset, batch_id, "batch", verdict.severity, subject, blocks)
+
+
+def build_disabled_alert(
+    dataset: str, held_batches: list[dict[str, Any]], config: DatasetConfig
+) -> Alert:
+    """The "dataset disabled" alert from the ledger entries of the held batches, oldest first."""
+    if not held_batches:
+        raise ValueError("a disabled alert needs the held batches that caused it")
+    dag_id = f"foodtaster_{dataset}"
+    count = len(held_batches)
+    subject = (
+        f"[foodtaster] {dataset} disabled: {count} held batches in a row "
+        f"(disable_after {config.disable_after}) — DAG {dag_id} paused"
+    )
+    blocks: list[_Block] = [
+        _Para(
+            f"The DAG {dag_id} paused itself after {count} held batches in a row "
+            f"(disable_after {config.disable_after}). No batch of {dataset} is processed until "
+            "an operator re-enables it. Held batches keep their valid rows unpublished and "
+            "their poison messages in quarantine."
+        ),
+        _Table("Held batches", ("Batch", "Date", "Messages", "Quarantine rate", "Why"), tuple(
+            (
+                str(entry["batch_id"]), str(entry["batch_date"]), str(entry.get("messages", "")),
+                f"{float(entry.get('quarantine_rate', 0)):.2%}",
+                _cut("; ".join(entry.get("why") or ()), NOTE_CHARS),
+            )
+            for entry in held_batches
+        )),
+        _List("To re-enable", (
+            "find and stop the cause: the held batches' reports and quarantine partitions "
+            "show the reasons",
+            f"unpause the DAG {dag_id} in the Airflow UI, or run: airflow dags unpause {dag_id}",
+            "rerun the held batches' dates to publish them once their data is fixed",
+        )),
+    ]
+    return _alert(dataset, str(held_batches[-1]["batch_id"]), "disabled", "critical", subject,
+                  blocks)
+
+
+def send_email(
+    alert: Alert,
+    *,
+    host: str,
+    port: int,
+    sender: str,
+    recipients: Sequence[str],
+    login: str | None = None,
+    password: str | None = None,
+    starttls: bool = False,
+    timeout: float = 30,
+) -> None:
+    """Send the alert as multipart/alternative (text and HTML) over SMTP."""
+    recipients = list(recipients)
+    if not recipients:
+        raise ValueError("send_email needs at least one recipient")
+    message = EmailMessage()
+    message["Subject"] = alert.subject
+    message["From"] = sender
+    message["To"] = ", ".join(recipients)
+    message["Date"] = formatdate(usegmt=True)
+    message["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or "foodtaster")
+    message["X-Foodtaster-Dataset"] = alert.dataset
+    message["X-Foodtaster-Batch"] = alert.batch_id
+    message["X-Foodtaster-Severity"] = alert.severity
+    message.set_content(alert.text)
+    message.add_alternative(alert.html, subtype="html")
+    try:
+        with smtplib.SMTP(host, port, timeout=timeout) as smtp:
+            if starttls:
+                smtp.starttls(context=ssl.create_default_context())
+            if login:
+                smtp.login(login, password or "")
+            smtp.send_message(message, from_addr=sender, to_addrs=recipients)
+    except (smtplib.SMTPException, OSError) as err:
+        raise AlertDeliveryError(
+            f"{alert.kind} alert for {alert.dataset} batch {alert.batch_id}: "
+            f"email via {host}:{port} failed: {err}"
+        ) from err
+    batch_logger(__name__, alert.dataset, alert.batch_id).event(
+        "alert_sent", channel="email", kind=alert.kind, severity=alert.severity,
+        recipients=len(recipients),
+    )
+
+
+def send_slack(alert: Alert, webhook_url: str, timeout: float = 30) -> None:
+    """POST the alert to a Slack incoming webhook; any non-2xx answer raises.
+
+    Errors name the webhook's host only: the URL's path is its secret.
+    """
+    parts = urllib.parse.urlsplit(webhook_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("the Slack webhook URL must be an http(s) URL")
+    where = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    request = urllib.request.Request(
+        webhook_url, method="POST",
+        data=json.dumps(alert.slack_payload()).encode("utf-8"),
+        headers={"Content-Type": "application/json; charset=utf-8"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            response.read()
+    except urllib.error.HTTPError as err:
+        detail = err.read(300).decode("utf-8", "replace")
+        raise AlertDeliveryError(
+            f"{alert.kind} alert for {alert.dataset} batch {alert.batch_id}: Slack webhook at "
+            f"{where} answered HTTP {err.code} {err.reason}: {detail}"
+        ) from None
+    except OSError as err:  # URLError, timeouts, refused connections
+        raise AlertDeliveryError(
+            f"{alert.kind} alert for {alert.dataset} batch {alert.batch_id}: Slack webhook at "
+            f"{where} unreachable: {err}"
+        ) from None
+    batch_logger(__name__, alert.dataset, alert.batch_id).event(
+        "alert_sent", channel="slack", kind=alert.kind, severity=alert.severity, webhook=where,
+    )
+
+
+def write_alert_file(lake: Lake, alert: Alert) -> str:
+    """Keep the alert in the lake and log it, for when no channel is configured.
+
+    Writes `<batch_id>-<kind>.html` (the alert as a page) and, next to it,
+    `<batch_id>-<kind>.json` (every field and the Slack payload); returns the
+    HTML file's path.
+    """
+    base = lake.state("alerts", alert.dataset, f"{alert.batch_id}-{alert.kind}")
+    fs, html_path = fsspec.core.url_to_fs(f"{base}.html")
+    fs.makedirs(html_path.rsplit("/", 1)[0], exist_ok=True)
+    fs.pipe_file(html_path, alert.html.encode("utf-8"))
+    write_json(f"{base}.json", {**asdict(alert), "slack_payload": alert.slack_payload()})
+    log = batch_logger(__name__, alert.dataset, alert.batch_id)
+    # No format args: the subject holds "%" signs, which BatchLogger.event would %-format.
+    log.info("event=alert_written", fields={
+        "kind": alert.kind, "severity": alert.severity, "path": f"{base}.html",
+        "subject": alert.subject,
+    })
+    log.info("alert text follows\n%s", alert.text)
+    return f"{base}.html"
+
+
+def _sample_block(sample: dict[str, Any], number: int, shown: int) -> _Sample:
+    raw = str(sample.get("raw") or "")
+    where = str(sample.get("source_file"))
+    if sample.get("line_number") is not None:
+        where += f" line {sample['line_number']}"
+    reasons = sample.get("reasons") or []
+    notes = [_cut(_reason_line(reason), NOTE_CHARS) for reason in reasons[:MAX_SAMPLE_REASONS]]
+    if len(reasons) > MAX_SAMPLE_REASONS:
+        notes.append(f"and {len(reasons) - MAX_SAMPLE_REASONS} more reasons")
+    if len(raw) > SAMPLE_CHARS:
+        notes.append(f"message cut to {SAMPLE_CHARS} of {len(raw)} characters")
+    return _Sample(f"Sample {number} of {shown}: {where}", tuple(notes), _cut(raw, SAMPLE_CHARS))
+
+
+def _reason_line(reason: dict[str, Any]) -> str:
+    line = f"{reason.get('layer')} {reason.get('rule')}"
+    if reason.get("column"):
+        line += f" [{reason['column']}]"
+    line += f": {reason.get('message')}"
+    if reason.get("value") is not None:
+        line += f" (value: {reason['value']})"
+    return line
+
+
+def _where(paths: dict[str, str]) -> _Facts:
+    ordered = [key for key in PATH_LABELS if key in paths] + sorted(set(paths) - set(PATH_LABELS))
+    return _Facts(
+        "Where", tuple((PATH_LABELS.get(key, key), str(paths[key])) for key in ordered), code=True
+    )
+
+
+def _alert(
+    dataset: str, batch_id: str, kind: str, severity: str, subject: str, blocks: list[_Block]
+) -> Alert:
+    return Alert(
+        dataset=dataset, batch_id=batch_id, kind=kind, severity=severity, subject=subject,
+        text=_render_text(subject, blocks), html=_render_html(subject, blocks),
+        slack_sections=tuple(_fit_section(_render_slack(block)) for block in blocks),
+    )
+
+
+def _cut(text: str, limit: int) -> str:
+    """At most `limit` characters; an ellipsis shows where the text was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _render_text(subject: str, blocks: list[_Block]) -> str:
+    parts = [subject]
+    for block in blocks:
+        match block:
+            case _Para(text):
+                parts.append(text)
+            case _Facts(heading, rows, _):
+                width = max(len(label) for label, _ in rows) + 1 if rows else 0
+                parts.append("\n".join(
+                    [f"{heading}:"] + [f"  {label + ':':<{width}} {value}" for label, value in rows]
+                ))
+            case _List(heading, items):
+                parts.append("\n".join([f"{heading}:"] + [f"  - {item}" for item in items]))
+            case _Table(heading, columns, rows):
+                table = (columns, *rows)
+                widths = [max(map(len, column)) for column in zip(*table, strict=True)]
+                lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+                         .rstrip() for row in table]
+                parts.append("\n".join([f"{heading}:"] + [f"  {line}" for line in lines]))
+            case _Sample(heading, notes, raw):
+                parts.append("\n".join(
+                    [f"{heading}:"] + [f"  - {note}" for note in notes] + [f"    {raw}"]
+                ))
+    return "\n\n".join(parts) + "\n"
+
+
+def _render_html(subject: str, blocks: list[_Block]) -> str:
+    esc = html.escape
+    cell = 'style="text-align:left;padding:2px 8px;border-bottom:1px solid #ddd"'
+    body = [f"<h2>{esc(subject)}</h2>"]
+    for block in blocks:
+        match block:
+            case _Para(text):
+                body.append(f"<p>{esc(text)}</p>")
+            case _Facts(heading, rows, code):
+                shown = "<code>{}</code>" if code else "{}"
+                body.append(f"<h3>{esc(heading)}</h3><table>" + "".join(
+                    f"<tr><th {cell}>{esc(label)}</th>"
+                    f"<td {cell}>{shown.format(esc(value))}</td></tr>"
+                    for label, value in rows
+                ) + "</table>")
+            case _List(heading, items):
+                body.append(f"<h3>{esc(heading)}</h3><ul>"
+                            + "".join(f"<li>{esc(item)}</li>" for item in items) + "</ul>")
+            case _Table(heading, columns, rows):
+                header = "".join(f"<th {cell}>{esc(column)}</th>" for column in columns)
+                lines = "".join(
+                    "<tr>" + "".join(f"<td {cell}>{esc(value)}</td>" for value in row) + "</tr>"
+                    for row in rows
+                )
+                body.append(f"<h3>{esc(heading)}</h3><table><tr>{header}</tr>{lines}</table>")
+            case _Sample(heading, notes, raw):
+                body.append(
+                    f"<h3>{esc(heading)}</h3><ul>"
+                    + "".join(f"<li>{esc(note)}</li>" for note in notes)
+                    + "</ul><pre style=\"white-space:pre-wrap;background:#f4f4f4;padding:6px\">"
+                    + f"{esc(raw)}</pre>"
+                )
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f"<title>{esc(subject)}</title></head>\n<body style=\"font-family:sans-serif\">\n"
+        + "\n".join(body) + "\n</body></html>\n"
+    )
+
+
+def _slack_escape(text: str) -> str:
+    """Slack mrkdwn control characters: &, <, > become entities (Slack's own rule)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _slack_code(text: str) -> str:
+    """Escaped text that cannot end the code block around it: ``` gets zero-width spaces."""
+    return _slack_escape(text).replace("```", "`\u200b`\u200b`")
+
+
+def _render_slack(block: _Block) -> str:
+    esc = _slack_escape
+    match block:
+        case _Para(text):
+            return esc(text)
+        case _Facts(heading, rows, code):
+            return "\n".join([f"*{esc(heading)}*"] + [
+                f"*{esc(k)}:* " + (f"`{_slack_code(v)}`" if code else esc(v)) for k, v in rows
+            ])
+        case _List(heading, items):
+            return "\n".join([f"*{esc(heading)}*"] + [f"• {esc(item)}" for item in items])
+        case _Table(heading, columns, rows):
+            return "\n".join(
+                [f"*{esc(heading)}* ({esc(' — '.join(columns))})"]
+                + [f"• `{_slack_code(first)}` — {esc(' — '.join(rest))}" for first, *rest in rows]
+            )
+        case _Sample(heading, notes, raw):
+            return "\n".join(
+                [f"*{esc(heading)}*"] + [f"• {esc(note)}" for note in notes]
+                + [f"```{_slack_code(raw)}```"]
+            )
+
+
+def _fit_section(text: str) -> str:
+    """Cut a mrkdwn section to Slack's limit, leaving no half entity and no open code block."""
+    if len(text) <= SLACK_SECTION_CHARS:
+        return text
+    cut = re.sub(r"&[a-z]*$", "", text[: SLACK_SECTION_CHARS - 5])
+    return cut + ("```" if cut.count("```") % 2 else "") + "…"

@@ -1,0 +1,342 @@
+"""Land the inbox files of one run's interval as an immutable raw batch.
+
+Landing is the only step that reads producers' files. It copies them into
+`raw/<dataset>/batch_date=<d>/batch_id=<id>/` and writes `_manifest.json`
+there, so the Spark job reads a fixed set of files whose bytes, sha256 and
+line counts are known: the "nothing is lost" check compares against them.
+
+Which inbox file went into which batch is kept in a bookmark in the lake
+(`_state/landing/<dataset>/dt=<d>[/hour=<HH>]/bookmark.json`), keyed by the
+file's path and sha256, like a consumer offset kept in the messaging system
+itself: any worker can land any batch, a file is never landed into two
+batches, and rerunning a batch rebuilds the same partition. One bookmark per
+inbox partition, because only a run for that interval ever reads it, so runs
+for different dates never race on it.
+
+No Spark here: plain Python over fsspec, so any lake URI fsspec knows works.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import zlib
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import fsspec
+
+from foodtaster.lake import Lake, check_batch_id, check_date, exists, read_json, write_json
+from foodtaster.logs import batch_logger
+
+CHUNK_BYTES = 1024 * 1024  # read, hash, decompress and copy in pieces of this size
+MANIFEST = "_manifest.json"
+UNREADABLE_DIR = "_unreadable"
+_GZIP_WBITS = 31  # zlib: expect a gzip header and trailer, check the CRC and length
+
+
+class LandingError(RuntimeError):
+    """A batch cannot be landed as recorded (a landed file is gone, or changed mid-copy)."""
+
+
+@dataclass
+class LandingResult:
+    dataset: str
+    batch_id: str
+    batch_date: str
+    raw_path: str  # Lake.raw(dataset, batch_date, batch_id)
+    files: list[dict[str, Any]]  # manifest entries of the readable files in the batch
+    unreadable: list[dict[str, Any]]  # files quarantined whole, with the reason
+    messages: int  # lines in the readable files; an unreadable file adds none
+    empty: bool  # the batch holds no file at all
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def batch_id_for(date: str, hour: int | None = None) -> str:
+    """The batch id of an interval: `YYYYMMDD`, or `YYYYMMDDHH` for an hourly run.
+
+    Deterministic, so a retry, `airflow dags test` or a backfill of the same
+    interval lands into the same batch instead of a new one.
+    """
+    check_date(date)
+    if hour is not None and not 0 <= hour <= 23:
+        raise ValueError(f"hour {hour!r} must be between 0 and 23")
+    return check_batch_id(date.replace("-", "") + (f"{hour:02d}" if hour is not None else ""))
+
+
+def land_batch(
+    lake: Lake,
+    dataset: str,
+    date: str,
+    batch_id: str | None = None,
+    hour: int | None = None,
+    now: datetime | None = None,
+) -> LandingResult:
+    """Land the interval's inbox files that no other batch has taken into `batch_id`.
+
+    Files this batch already holds stay in it; new files join it; files landed
+    by another batch are skipped. A file that cannot be decompressed is copied
+    under `_unreadable/` with the reason and does not stop the others. The
+    manifest is written last and atomically: a partition without one was never
+    landed. `now` (aware) is the landing time of a first landing; reruns keep it.
+    """
+    batch_id = check_batch_id(batch_id or batch_id_for(date, hour))
+    log = batch_logger(__name__, dataset, batch_id)
+    inbox = lake.inbox(dataset, date, hour)
+    inbox_rel = inbox.removeprefix(lake.root.rstrip("/") + "/")
+    raw_path = lake.raw(dataset, date, batch_id)
+    bookmark_uri = lake.state("landing", dataset, *inbox_rel.split("/")[2:], "bookmark.json")
+    claims: list[dict[str, Any]] = read_json(bookmark_uri)["landed"] if exists(bookmark_uri) else []
+
+    mine = [claim for claim in claims if claim["batch_id"] == batch_id]
+    fs, inbox_path = fsspec.core.url_to_fs(inbox)
+    _, raw_fs_path = fsspec.core.url_to_fs(raw_path)
+    manifest_uri = f"{raw_path}/{MANIFEST}"
+    previous = read_json(manifest_uri) if exists(manifest_uri) else {}
+    _check_same_batch(fs, raw_fs_path, inbox_rel, previous, mine)
+    new, in_inbox, skipped = _scan_inbox(fs, inbox_path, inbox_rel, claims, batch_id)
+
+    batch = sorted(mine + new, key=lambda claim: claim["name"])
+    for claim in batch:
+        _place(fs, claim, in_inbox.get((claim["source"], claim["sha256"])), raw_fs_path)
+    if new:
+        write_json(bookmark_uri, {"dataset": dataset, "inbox": inbox_rel, "landed": sorted(
+            claims + new, key=lambda claim: (claim["batch_id"], claim["name"])
+        )})
+    _remove_strays(fs, raw_fs_path, {_landed_path(raw_fs_path, claim) for claim in batch})
+
+    landed_at = previous.get("landed_at") or (now or datetime.now(UTC)).astimezone(UTC).isoformat()
+    files = [_manifest_entry(claim, "lines") for claim in batch if "reason" not in claim]
+    unreadable = [_manifest_entry(claim, "reason") for claim in batch if "reason" in claim]
+    write_json(manifest_uri, {
+        "dataset": dataset, "batch_id": batch_id, "batch_date": date, "hour": hour,
+        "inbox": inbox_rel, "landed_at": landed_at, "files": files, "unreadable": unreadable,
+    })
+
+    for entry in unreadable:
+        log.warning(
+            "event=file_unreadable", fields={"file": entry["name"], "reason": entry["reason"]}
+        )
+    result = LandingResult(
+        dataset=dataset, batch_id=batch_id, batch_date=date, raw_path=raw_path,
+        files=files, unreadable=unreadable, messages=sum(entry["lines"] for entry in files),
+        empty=not batch,
+    )
+    log.event(
+        "landed", files=len(files), unreadable=len(unreadable), messages=result.messages,
+        new=len(new), skipped=skipped, raw_path=raw_path,
+    )
+    return result
+
+
+def _check_same_batch(
+    fs: fsspec.AbstractFileSystem,
+    raw_fs_path: str,
+    inbox_rel: str,
+    previous: dict[str, Any],
+    mine: list[dict[str, Any]],
+) -> None:
+    """Refuse a rerun that would rebuild a landed batch from the wrong interval or a
+    bookmark that lost its files: rebuilding would drop files the batch holds.
+
+    Also refuse a batch id already used for another date: reports and the ledger
+    are keyed by batch id alone.
+    """
+    folder, own = raw_fs_path.rsplit("/batch_date=", 1)
+    for other in fs.glob(f"{folder}/batch_date=*/{own.split('/', 1)[1]}"):
+        if other.rstrip("/") != raw_fs_path:
+            raise LandingError(f"batch id already used by another date: {other}")
+    if not previous:
+        return
+    if previous.get("inbox") != inbox_rel:
+        raise LandingError(
+            f"batch {previous['batch_id']} was landed from {previous.get('inbox')}, not "
+            f"{inbox_rel}: rerun it for that date and hour (manifest 'batch_date', 'hour')"
+        )
+    landed = {entry["name"] for entry in previous["files"] + previous["unreadable"]}
+    lost = landed - {claim["name"] for claim in mine}
+    if lost:
+        raise LandingError(
+            f"batch {previous['batch_id']}: the landing bookmark no longer lists {sorted(lost)}, "
+            "which its manifest holds; refusing to rebuild the batch without them"
+        )
+
+
+def _scan_inbox(
+    fs: fsspec.AbstractFileSystem,
+    inbox_path: str,
+    inbox_rel: str,
+    claims: list[dict[str, Any]],
+    batch_id: str,
+) -> tuple[list[dict[str, Any]], dict[tuple[str, str], str], int]:
+    """Inspect every inbox file; claim for `batch_id` those no batch has taken yet.
+
+    Returns the new claims (named uniquely within the batch), where each
+    inspected (source, sha256) lies in the inbox, and how many files other
+    batches had already taken.
+    """
+    taken = {(claim["source"], claim["sha256"]): claim["batch_id"] for claim in claims}
+    names = {claim["name"] for claim in claims if claim["batch_id"] == batch_id}
+    new: list[dict[str, Any]] = []
+    in_inbox: dict[tuple[str, str], str] = {}
+    skipped = 0
+    for path in _inbox_files(fs, inbox_path):
+        name = posixpath.basename(path)
+        entry = {"source": f"{inbox_rel}/{name}", **_inspect(fs, path, name)}
+        key = (entry["source"], entry["sha256"])
+        in_inbox[key] = path
+        if key not in taken:
+            entry["name"] = _unique_name(name, entry["sha256"], names)
+            names.add(entry["name"])
+            new.append({**entry, "batch_id": batch_id})
+        elif taken[key] != batch_id:
+            skipped += 1
+    return new, in_inbox, skipped
+
+
+def _inbox_files(fs: fsspec.AbstractFileSystem, inbox_path: str) -> list[str]:
+    """The producers' finished files: `_` and `.` names are in-progress or markers."""
+    if not fs.exists(inbox_path):
+        return []
+    return sorted(
+        info["name"] for info in fs.ls(inbox_path, detail=True)
+        if info["type"] == "file" and not posixpath.basename(info["name"]).startswith(("_", "."))
+    )
+
+
+def _inspect(fs: fsspec.AbstractFileSystem, path: str, name: str) -> dict[str, Any]:
+    """sha256, size and lines in one pass; `reason` instead of `lines` if it cannot be read."""
+    digest = hashlib.sha256()
+    size = 0
+    lines = _LineCounter()
+    gunzip = _Gunzip() if name.endswith(".gz") else None
+    reason = None
+    with fs.open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK_BYTES):
+            digest.update(chunk)
+            size += len(chunk)
+            if reason is not None:
+                continue
+            try:
+                for piece in gunzip.feed(chunk) if gunzip else (chunk,):
+                    lines.feed(piece)
+            except zlib.error as err:
+                reason = f"corrupt gzip: {err}"
+    if reason is None and gunzip is not None and gunzip.in_member:
+        reason = "truncated gzip: the file ends inside a compressed member"
+    result: dict[str, Any] = {"sha256": digest.hexdigest(), "bytes": size}
+    if reason is None:
+        result["lines"] = lines.total()
+    else:
+        result["reason"] = reason
+    return result
+
+
+class _LineCounter:
+    """Counts lines as Hadoop's LineReader splits them, so counts match Spark's rows.
+
+    `\\n`, `\\r\\n` and `\\r` each end a line; a last line without a terminator
+    counts; a trailing terminator does not add an empty line.
+    """
+
+    def __init__(self) -> None:
+        self._terminators = 0
+        self._last = b""
+
+    def feed(self, data: bytes) -> None:
+        if not data:
+            return
+        self._terminators += data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+        if self._last == b"\r" and data[:1] == b"\n":  # a \r\n split across two pieces
+            self._terminators -= 1
+        self._last = data[-1:]
+
+    def total(self) -> int:
+        return self._terminators + (self._last not in (b"", b"\n", b"\r"))
+
+
+class _Gunzip:
+    """Incremental gzip decompression with bounded output per step (no zip-bomb blowup).
+
+    Handles concatenated members, as gzip and Hadoop's codec do; `in_member`
+    at the end of the input means the file was cut short.
+    """
+
+    def __init__(self) -> None:
+        self._member = zlib.decompressobj(_GZIP_WBITS)
+        self.in_member = False
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        while data or self.in_member:
+            self.in_member = True
+            out = self._member.decompress(data, CHUNK_BYTES)
+            if out:
+                yield out
+            if self._member.eof:
+                data = self._member.unused_data
+                self._member = zlib.decompressobj(_GZIP_WBITS)
+                self.in_member = False
+            elif not (data := self._member.unconsumed_tail) and len(out) < CHUNK_BYTES:
+                return
+
+
+def _unique_name(name: str, sha256: str, names: set[str]) -> str:
+    """The inbox name, or (if the batch already holds that name with other bytes, because
+    the producer rewrote the file) the name with a sha256 prefix before its extension."""
+    if name not in names:
+        return name
+    stem, gz = (name[:-3], ".gz") if name.endswith(".gz") else (name, "")
+    root, ext = posixpath.splitext(stem)
+    return f"{root}-{sha256[:12]}{ext}{gz}"
+
+
+def _landed_path(raw_fs_path: str, claim: dict[str, Any]) -> str:
+    folder = f"{raw_fs_path}/{UNREADABLE_DIR}" if "reason" in claim else raw_fs_path
+    return f"{folder}/{claim['name']}"
+
+
+def _place(
+    fs: fsspec.AbstractFileSystem, claim: dict[str, Any], source: str | None, raw_fs_path: str
+) -> None:
+    """Make sure the batch's copy of a file is in place, copying it from the inbox if not.
+
+    Copies go to a hidden name first (Spark skips `.` files), are checked against
+    the sha256 the file was claimed with, then moved: a landed copy is never partial.
+    """
+    target = _landed_path(raw_fs_path, claim)
+    if fs.exists(target) and fs.size(target) == claim["bytes"]:
+        return
+    if source is None:
+        raise LandingError(
+            f"batch {claim['batch_id']}: {claim['source']} (sha256 {claim['sha256']}) was landed "
+            f"but its copy {target} is missing and the inbox no longer holds those bytes"
+        )
+    folder, name = target.rsplit("/", 1)
+    staging = f"{folder}/.{name}.landing"
+    fs.makedirs(folder, exist_ok=True)
+    digest = hashlib.sha256()
+    with fs.open(source, "rb") as reader, fs.open(staging, "wb") as writer:
+        while chunk := reader.read(CHUNK_BYTES):
+            digest.update(chunk)
+            writer.write(chunk)
+    if digest.hexdigest() != claim["sha256"]:
+        fs.rm(staging)
+        raise LandingError(f"{claim['source']} changed while it was being landed; rerun the batch")
+    fs.mv(staging, target)
+
+
+def _remove_strays(fs: fsspec.AbstractFileSystem, raw_fs_path: str, keep: set[str]) -> None:
+    """Drop what a crashed landing left behind, so the partition holds exactly the batch."""
+    if not fs.exists(raw_fs_path):
+        return
+    for path in fs.find(raw_fs_path):
+        if path not in keep and path != f"{raw_fs_path}/{MANIFEST}":
+            fs.rm(path)
+
+
+def _manifest_entry(claim: dict[str, Any], outcome: str) -> dict[str, Any]:
+    return {key: claim[key] for key in ("name", "source", "bytes", "sha256", outcome)}

@@ -1,0 +1,231 @@
+"""Alerts over real loopback SMTP and HTTP servers: what arrives is what an operator reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from servers import SmtpSink, WebhookSink
+
+from foodtaster.alerts import (
+    SAMPLE_CHARS,
+    AlertDeliveryError,
+    build_batch_alert,
+    build_disabled_alert,
+    send_email,
+    send_slack,
+    write_alert_file,
+)
+from foodtaster.lake import Lake
+from foodtaster.policy import decide
+from foodtaster.registry import AlertChannels, DatasetConfig
+
+CONFIG = DatasetConfig(
+    name="orders", contract="contracts.orders:Orders", expectation_suite="expectations/orders.json",
+    alert_rate=0.02, hold_rate=0.20, disable_after=3,
+    alerts=AlertChannels(email_to=("data-oncall@example.com",)),
+)
+SCRIPT = '{"customer_id":"<script>alert(1)</script>","note":"a & b"}'
+PATHS = {
+    "valid": "/lake/valid/orders/batch_date=2026-11-20/batch_id=20261120",
+    "quarantine": "/lake/quarantine/orders/batch_date=2026-11-20/batch_id=20261120",
+    "report": "/lake/reports/orders/20261120",
+    "data_docs": "/lake/reports/orders/20261120/data_docs/index.html",
+}
+
+
+def summary(**changes: Any) -> dict[str, Any]:
+    return {
+        "dataset": "orders", "batch_id": "20261120", "batch_date": "2026-11-20",
+        "messages": 1000, "valid": 950, "quarantined": 45, "duplicates_dropped": 5,
+        "quarantine_rate": 0.045,
+        "reasons": {"amount.greater_than_or_equal_to(0)": 12, "json.invalid": 8,
+                    "currency.isin": 25},
+        "samples": [
+            {"source_file": "part-1.jsonl", "line_number": 17, "raw": SCRIPT, "reasons": [
+                {"layer": "contract", "rule": "currency.isin", "column": "currency",
+                 "message": "currency must be one of EUR, USD", "value": "XYZ"},
+            ]},
+            {"source_file": "part-2.jsonl", "line_number": 3, "raw": "{'single': quotes}",
+             "reasons": [{"layer": "parse", "rule": "json.invalid", "column": None,
+                          "message": "not strict JSON", "value": None}]},
+        ],
+        "gate": {"passed": True, "failed": []},
+        "paths": PATHS,
+        "timings": {"total_s": 12.3},
+        **changes,
+    }
+
+
+def batch_alert(**changes: Any):
+    document = summary(**changes)
+    return build_batch_alert(document, decide(document, CONFIG), CONFIG, {})
+
+
+def test_email_arrives_with_the_facts_and_samples_escaped() -> None:
+    alert = batch_alert()
+    with SmtpSink() as sink:
+        send_email(alert, host=sink.host, port=sink.port, sender="foodtaster@example.com",
+                   recipients=list(CONFIG.alerts.email_to))
+    [message] = sink.messages
+    assert sink.envelopes == [("foodtaster@example.com", ["data-oncall@example.com"])]
+    assert message["Subject"] == (
+        "[foodtaster] orders batch 20261120: quarantine rate 4.50% (alert_rate 2.00%) — WARNING"
+    )
+    assert message["To"] == "data-oncall@example.com"
+    assert message["X-Foodtaster-Severity"] == "warning"
+    assert message.get_content_type() == "multipart/alternative"
+    text = message.get_body(("plain",)).get_content()
+    page = message.get_body(("html",)).get_content()
+    for body in (text, page):
+        for fact in ("1000", "950", "45", "4.50%", "2.00%", "20.00%", "published",
+                     "amount.greater_than_or_equal_to(0)", "currency.isin", "json.invalid",
+                     "part-1.jsonl line 17", *PATHS.values()):
+            assert fact in body, fact
+    assert SCRIPT in text
+    assert "<script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "a &amp; b" in page
+    # top reasons, most frequent first, with counts
+    assert page.index("currency.isin</td><td") < page.index("amount.greater_than_or_equal_to")
+    assert "<td style" in page and ">25</td>" in page and ">12</td>" in page
+
+
+def test_held_batch_subject_names_hold_rate_and_gate_failures() -> None:
+    alert = batch_alert(
+        quarantine_rate=0.3, valid=695, quarantined=300,
+        gate={"passed": False, "failed": [{"expectation": "expect_column_median_to_be_between",
+                                           "column": "amount", "observed": 0.5}]},
+    )
+    assert alert.subject == (
+        "[foodtaster] orders batch 20261120: quarantine rate 30.00% (hold_rate 20.00%) — HELD"
+    )
+    assert alert.severity == "critical"
+    assert "HELD: its valid rows are not published" in alert.text
+    assert "batch gate failed: expect_column_median_to_be_between" in alert.text
+    assert "expect_column_median_to_be_between on amount: observed 0.5" in alert.html
+
+
+@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
+def test_email_with_login() -> None:
+    alert = batch_alert()
+    with SmtpSink(credentials={"alerts": "s3cret"}) as sink:
+        send_email(alert, host=sink.host, port=sink.port, sender="foodtaster@example.com",
+                   recipients=["a@example.com", "b@example.com"], login="alerts",
+                   password="s3cret")
+        with pytest.raises(AlertDeliveryError, match=f"email via 127.0.0.1:{sink.port}"):
+            send_email(alert, host=sink.host, port=sink.port, sender="foodtaster@example.com",
+                       recipients=["a@example.com"], login="alerts", password="wrong")
+    assert [envelope[1] for envelope in sink.envelopes] == [["a@example.com", "b@example.com"]]
+
+
+def test_email_to_a_closed_port_is_a_clear_error() -> None:
+    with SmtpSink() as sink:
+        port = sink.port
+    with pytest.raises(AlertDeliveryError, match="email via 127.0.0.1"):
+        send_email(batch_alert(), host="127.0.0.1", port=port, sender="f@example.com",
+                   recipients=["a@example.com"], timeout=5)
+
+
+def test_slack_webhook_gets_escaped_mrkdwn() -> None:
+    alert = batch_alert()
+    with WebhookSink() as sink:
+        send_slack(alert, f"{sink.url}/services/T000/B000/XXXX")
+    [(path, headers, body)] = sink.requests
+    assert path == "/services/T000/B000/XXXX"
+    assert headers["Content-Type"].startswith("application/json")
+    payload = json.loads(body)
+    assert payload == alert.slack_payload()
+    assert payload["blocks"][0] == {"type": "header", "text": {
+        "type": "plain_text", "text": alert.subject}}
+    sections = [block["text"]["text"] for block in payload["blocks"][1:]]
+    assert all(block["text"]["type"] == "mrkdwn" for block in payload["blocks"][1:])
+    everything = "\n".join(sections)
+    for fact in ("*Messages:* 1000", "*Quarantined:* 45", "4.50%", "alert_rate 2.00%",
+                 "`currency.isin` — 25", "`json.invalid` — 8", *PATHS.values()):
+        assert fact in everything, fact
+    assert f"*Quarantine partition:* `{PATHS['quarantine']}`" in everything
+    assert "<script>" not in body.decode()
+    assert (
+        "```{\"customer_id\":\"&lt;script&gt;alert(1)&lt;/script&gt;\",\"note\":\"a &amp; b\"}```"
+        in everything
+    )
+    assert all(len(section) <= 3000 for section in sections)
+
+
+def test_long_samples_are_cut_in_every_channel() -> None:
+    huge = "<b>" + "x" * 100_000 + "```" + "&" * 5000
+    alert = batch_alert(samples=[{"source_file": "big.jsonl", "line_number": 1, "raw": huge,
+                                  "reasons": [{"layer": "bytes", "rule": "bytes.too_long",
+                                               "column": None, "message": "too long",
+                                               "value": None}] * 9}])
+    assert len(alert.text) < 5000 and len(alert.html) < 10_000
+    assert f"message cut to {SAMPLE_CHARS} of {len(huge)} characters" in alert.text
+    assert "and 4 more reasons" in alert.text
+    assert all(len(section) <= 3000 for section in alert.slack_sections)
+    assert "<b>" not in alert.html and "&lt;b&gt;" in alert.html
+
+
+def test_a_failing_webhook_raises_without_leaking_the_url() -> None:
+    with WebhookSink(status=500, body=b"invalid_payload") as sink:
+        base = sink.url
+        url = f"{base}/services/T000/B000/SECRET"
+        with pytest.raises(AlertDeliveryError) as caught:
+            send_slack(batch_alert(), url)
+    message = str(caught.value)
+    assert "HTTP 500" in message and "invalid_payload" in message
+    assert base in message and "SECRET" not in message
+    assert len(sink.requests) == 1
+
+
+def test_an_unreachable_webhook_raises() -> None:
+    with WebhookSink() as sink:
+        url = sink.url
+    with pytest.raises(AlertDeliveryError, match="unreachable"):
+        send_slack(batch_alert(), url + "/hook", timeout=5)
+    with pytest.raises(ValueError, match="http"):
+        send_slack(batch_alert(), "file:///etc/passwd")
+
+
+def test_disabled_alert_lists_held_batches_and_how_to_re_enable() -> None:
+    held = [
+        {"batch_id": f"2026112{day}", "batch_date": f"2026-11-2{day}", "messages": 100,
+         "quarantine_rate": 0.4, "verdict": "held",
+         "why": ["quarantine rate 40.00% >= hold_rate 20.00%"]}
+        for day in range(3)
+    ]
+    alert = build_disabled_alert("orders", held, CONFIG)
+    assert (alert.kind, alert.batch_id, alert.severity) == ("disabled", "20261122", "critical")
+    assert "3 held batches in a row" in alert.subject and "foodtaster_orders" in alert.subject
+    with SmtpSink() as smtp, WebhookSink() as hook:
+        send_email(alert, host=smtp.host, port=smtp.port, sender="f@example.com",
+                   recipients=["ops@example.com"])
+        send_slack(alert, hook.url)
+    text = smtp.messages[0].get_body(("plain",)).get_content()
+    slack = "\n".join(b["text"]["text"] for b in json.loads(hook.requests[0][2])["blocks"])
+    for body in (text, smtp.messages[0].get_body(("html",)).get_content(), slack):
+        assert "paused itself after 3 held batches in a row" in body
+        assert "airflow dags unpause foodtaster_orders" in body
+        for batch in held:
+            assert batch["batch_id"] in body
+        assert "40.00%" in body
+    with pytest.raises(ValueError):
+        build_disabled_alert("orders", [], CONFIG)
+
+
+def test_write_alert_file(tmp_path: Path) -> None:
+    lake = Lake(str(tmp_path / "lake"))
+    alert = batch_alert()
+    path = write_alert_file(lake, alert)
+    assert path == lake.state("alerts", "orders", "20261120-batch.html")
+    page = Path(path).read_text(encoding="utf-8")
+    assert page == alert.html and page.startswith("<!DOCTYPE html>")
+    stored = json.loads(Path(path).with_suffix(".json").read_text(encoding="utf-8"))
+    assert stored["subject"] == alert.subject
+    assert stored["text"] == alert.text
+    assert stored["slack_payload"] == alert.slack_payload()
+    # a rerun's alert replaces the file
+    write_alert_file(lake, batch_alert(quarantine_rate=0.05))
+    assert "5.00%" in Path(path).read_text(encoding="utf-8")
