@@ -15,8 +15,9 @@ import pandera.pandas as pa  # noqa: F401  (pandera must be imported before exte
 from pandera.api.extensions import register_check_method
 
 # ISO-8601 date-time with a zone: `Z` or an offset below 24 hours; up to microseconds.
+# Unanchored: Python matches it with fullmatch, Java between `^` and `\z`.
 ISO_TIMESTAMP_PATTERN = (
-    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
 )
 _ISO_TIMESTAMP = re.compile(ISO_TIMESTAMP_PATTERN)
 COMPARISONS = {
@@ -31,13 +32,18 @@ COMPARISONS = {
 
 def is_iso_timestamp(text: object) -> bool:
     """The shape of ISO-8601 with a zone, and a real calendar date and clock time."""
-    if not isinstance(text, str) or not _ISO_TIMESTAMP.match(text):
+    if not isinstance(text, str) or not _ISO_TIMESTAMP.fullmatch(text):
         return False
     try:
         datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")
     except ValueError:
         return False
     return True
+
+
+def _is_number(value: object) -> bool:
+    """A JSON number: bools are not numbers, however Python ranks them."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _register() -> None:
@@ -54,12 +60,14 @@ def _register() -> None:
         then_value: object,
     ) -> pd.Series:
         """When `if_column` is one of `if_in`, `then_column` must pass `then_check(then_value)`."""
+        if if_column not in df:
+            return pd.Series(True, index=df.index)
         applies = df[if_column].isin(if_in).fillna(False).astype(bool)
-        try:
-            holds = COMPARISONS[then_check](df[then_column], then_value).fillna(False).astype(bool)
-        except TypeError:  # a wrongly typed value cannot pass a comparison
-            holds = pd.Series(False, index=df.index)
-        return ~applies | holds
+        if then_column not in df:
+            return ~applies
+        compare = COMPARISONS[then_check]
+        holds = df[then_column].map(lambda v: _is_number(v) and bool(compare(v, then_value)))
+        return ~applies | holds.astype(bool)
 
 
 try:

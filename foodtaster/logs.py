@@ -18,6 +18,7 @@ class BatchLogger(logging.LoggerAdapter):
     def process(self, msg: str, kwargs: Any) -> tuple[str, Any]:
         fields = kwargs.pop("fields", {}) or {}
         context = " ".join(f"{k}={_render(v)}" for k, v in {**self.extra, **fields}.items())
+        context = context.replace("%", "%%")  # values are data, never format directives
         return f"{context} {msg}" if context else msg, kwargs
 
     def event(self, event: str, **fields: Any) -> None:

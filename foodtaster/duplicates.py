@@ -1,0 +1,41 @@
+"""Duplicates of the contract's unique key within a batch.
+
+Byte-identical copies are redeliveries: the first (in file order) is kept, the
+rest are dropped and counted. Copies that differ are all quarantined with
+`<key>.conflicting_duplicate`. Only the keys that repeat are ever compared, so
+the raw bytes of the whole batch are never shuffled.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from foodtaster.reasons import reason_when
+
+
+def mark_duplicates(rows: DataFrame, key: str) -> DataFrame:
+    """Add `_redelivery` (true for a copy to drop) and `_conflict` (a reason or null)."""
+    keyed = rows.where(F.col(key).isNotNull())
+    repeated = keyed.groupBy(key).count().where(F.col("count") > 1).select(key)
+    copies = (
+        keyed.join(repeated, key, "left_semi")
+        .groupBy(key)
+        .agg(
+            F.count_distinct("_raw").alias("_variants"),
+            F.count("*").alias("_copies"),
+            F.min("_row_id").alias("_first_copy"),
+        )
+    )
+    marked = rows.join(copies, key, "left")
+    redelivery = (F.col("_variants") == 1) & (F.col("_row_id") != F.col("_first_copy"))
+    conflict: Column = reason_when(
+        F.col("_variants") > 1, "contract", f"{key}.conflicting_duplicate",
+        F.format_string(f"{key} appears %d times in the batch with different content", "_copies"),
+        column=key, value=F.col(key),
+    )
+    return marked.select(
+        *rows.columns,
+        F.coalesce(redelivery, F.lit(False)).alias("_redelivery"),
+        conflict.alias("_conflict"),
+    )

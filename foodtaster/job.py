@@ -1,0 +1,257 @@
+"""Taste one batch: read, validate every message, split, write, measure, gate.
+
+`run_batch` is the only function here that does I/O; everything it calls on
+DataFrames is a pure transformation that a test can run on five rows.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType, TimestampType
+
+from foodtaster import ingest, layers, rules
+from foodtaster.duplicates import mark_duplicates
+from foodtaster.lake import Lake, exists, read_json, remove_dir, write_json
+from foodtaster.logs import batch_logger
+from foodtaster.policy import decide
+from foodtaster.publish import publish_batch
+from foodtaster.reasons import REASONS, collect, reason_when
+from foodtaster.registry import DatasetConfig
+
+LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
+SAMPLE_COUNT = 5
+SAMPLE_MAX_CHARS = 500
+VALID, QUARANTINED, DUPLICATE = "valid", "quarantined", "duplicate"
+
+
+def validate_lines(lines: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
+    """Lines -> one row a message with its typed fields and `_reasons` from bytes, parse and contract.
+
+    Contract rules are evaluated only for messages that passed the bytes and parse layers;
+    fields that could be parsed are kept either way.
+    """
+    parsed = layers.parse(lines, max_message_bytes)
+    typed = rules.field_columns(contract)
+    contract_reasons = collect(rules.field_checks(contract))
+    keep = [c for c in parsed.columns if c not in ("_text", layers.WRAPPED, "_reasons")]
+    return parsed.select(
+        *keep,
+        *[typed[field.name].alias(field.name) for field in contract.fields],
+        F.when(F.size("_reasons") > 0, F.col("_reasons")).otherwise(contract_reasons).alias("_reasons"),
+    )
+
+
+def decide_outcomes(checked: DataFrame, contract: rules.Contract) -> DataFrame:
+    """Add `reasons` (with conflicting duplicates) and `_outcome`: valid, quarantined or duplicate."""
+    keys = contract.unique_fields
+    if len(keys) > 1:
+        raise rules.ContractError(f"{contract.name}: one unique field is supported, got {keys}")
+    if keys:
+        marked = mark_duplicates(checked, keys[0])
+    else:
+        marked = checked.withColumn("_redelivery", F.lit(False)).withColumn(
+            "_conflict", F.lit(None).cast(REASONS.elementType)
+        )
+    reasons = F.when(F.col("_conflict").isNull(), F.col("_reasons")).otherwise(
+        F.concat(F.col("_reasons"), F.array("_conflict"))
+    )
+    outcome = (
+        F.when(F.col("_redelivery"), DUPLICATE)
+        .when(F.size(reasons) > 0, QUARANTINED)
+        .otherwise(VALID)
+    )
+    return marked.withColumn("reasons", reasons.cast(REASONS)).withColumn("_outcome", outcome).drop(
+        "_reasons", "_redelivery", "_conflict"
+    )
+
+
+def valid_rows(rows: DataFrame, contract: rules.Contract) -> DataFrame:
+    fields = [F.col(f.name).cast(f.output_type).alias(f.name) for f in contract.fields]
+    return rows.where(F.col("_outcome") == VALID).select(*fields, *LINEAGE)
+
+
+def quarantine_rows(rows: DataFrame, contract: rules.Contract) -> DataFrame:
+    fields = [F.col(f.name).cast(f.output_type).alias(f.name) for f in contract.fields]
+    return rows.where(F.col("_outcome") == QUARANTINED).select("_raw", "reasons", *fields, *LINEAGE)
+
+
+def unreadable_rows(files: DataFrame, batch_id: str, ingested_at: datetime) -> DataFrame:
+    """Files the landing could not read (`path`, `content`, `reason`): one quarantine row each."""
+    reason = reason_when(F.lit(True), "bytes", "file.unreadable", F.col("reason"))
+    return files.select(
+        F.col("content").alias("_raw"),
+        F.array(reason).cast(REASONS).alias("reasons"),
+        F.lit(batch_id).alias("_batch_id"),
+        F.col("path").alias("_source_file"),
+        F.lit(None).cast(LongType()).alias("_line_number"),
+        F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
+    )
+
+
+def _escape_sample(raw: bytes) -> str:
+    text = raw.decode("utf-8", errors="backslashreplace").replace("\x00", "\\x00")
+    return text if len(text) <= SAMPLE_MAX_CHARS else text[:SAMPLE_MAX_CHARS] + "…"
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    """One batch to taste. `publish=False` leaves valid rows staged for the pipeline's gate task."""
+
+    config: DatasetConfig
+    input_path: str
+    lake: Lake
+    batch_id: str
+    batch_date: str
+    publish: bool = True
+    gate: bool = True
+
+
+def _manifest(input_path: str) -> dict[str, Any] | None:
+    path = input_path.rstrip("/") + "/_manifest.json"
+    return read_json(path) if exists(path) else None
+
+
+def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
+    """Read, validate, write the partitions and the summary; returns the summary."""
+    config, lake = run.config, run.lake
+    log = batch_logger(__name__, config.name, run.batch_id)
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    contract = rules.read_contract(config.load_contract())
+    manifest = _manifest(run.input_path)
+    log.event("started", input=run.input_path, contract=config.contract)
+
+    lines = ingest.read_lines(spark, run.input_path)
+    checked = validate_lines(lines, contract, config.max_message_bytes).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
+    split_rows = ingest.split_offsets(checked).collect()  # one row a file split
+    offsets = spark.createDataFrame(
+        [(r._source_file, r._split_start, r._first_row_id, r._lines_before) for r in split_rows],
+        StructType([
+            StructField("_source_file", checked.schema["_source_file"].dataType),
+            StructField("_split_start", LongType()), StructField("_first_row_id", LongType()),
+            StructField("_lines_before", LongType()),
+        ]),
+    )
+    ingested_at = _ingested_at(manifest, checked)
+    timings["read_validate_s"] = time.perf_counter() - started
+
+    rows = ingest.with_line_numbers(decide_outcomes(checked, contract), offsets).select(
+        "*", F.lit(run.batch_id).alias("_batch_id"),
+        F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
+    )
+    valid = valid_rows(rows, contract)
+    quarantine = quarantine_rows(rows, contract)
+    unreadable = (manifest or {}).get("unreadable", [])
+    if unreadable:
+        quarantine = quarantine.unionByName(
+            unreadable_rows(_unreadable_files(spark, run.input_path, unreadable), run.batch_id,
+                            ingested_at),
+            allowMissingColumns=True,
+        )
+
+    mark = time.perf_counter()
+    staged = lake.staged_valid(config.name, run.batch_date, run.batch_id)
+    quarantine_path = lake.quarantine(config.name, run.batch_date, run.batch_id)
+    valid.write.mode("overwrite").parquet(staged)
+    quarantine.write.mode("overwrite").parquet(quarantine_path)
+    timings["write_s"] = time.perf_counter() - mark
+
+    mark = time.perf_counter()
+    counts = {r["_outcome"]: r["count"] for r in rows.groupBy("_outcome").count().collect()}
+    reason_counts = {
+        r["rule"]: r["count"]
+        for r in quarantine.select(F.explode(F.array_distinct("reasons.rule")).alias("rule"))
+        .groupBy("rule").count().orderBy(F.desc("count"), "rule").collect()
+    }
+    samples = [
+        {
+            "source_file": r["_source_file"], "line_number": r["_line_number"],
+            "raw": _escape_sample(bytes(r["_raw"])),
+            "reasons": [reason.asDict() for reason in r["reasons"]],
+        }
+        for r in quarantine.orderBy("_source_file", "_line_number").limit(SAMPLE_COUNT).collect()
+    ]
+    timings["metrics_s"] = time.perf_counter() - mark
+    lines_read = sum(counts.values())
+    if manifest is not None and lines_read != sum(f["lines"] for f in manifest.get("files", [])):
+        raise RuntimeError(
+            f"{config.name} batch {run.batch_id}: the manifest lists "
+            f"{sum(f['lines'] for f in manifest['files'])} lines but {lines_read} were read"
+        )
+    messages = lines_read + len(unreadable)
+    quarantined = counts.get(QUARANTINED, 0) + len(unreadable)
+    report = lake.report(config.name, run.batch_id)
+
+    mark = time.perf_counter()
+    if run.gate:
+        from foodtaster.gate import run_gate
+
+        gate = run_gate(valid, config.suite_path(), config.name, run.batch_id, run.batch_date,
+                        data_docs_uri=report + "/data_docs")
+    else:
+        gate = {"suite": None, "passed": True, "skipped": True, "failed": [], "results": []}
+    timings["gate_s"] = time.perf_counter() - mark
+    checked.unpersist()
+
+    summary: dict[str, Any] = {
+        "dataset": config.name, "batch_id": run.batch_id, "batch_date": run.batch_date,
+        "contract": config.contract, "input": run.input_path,
+        "messages": messages, "valid": counts.get(VALID, 0), "quarantined": quarantined,
+        "duplicates_dropped": counts.get(DUPLICATE, 0),
+        "quarantine_rate": round(quarantined / messages, 6) if messages else 0.0,
+        "reasons": reason_counts, "samples": samples, "gate": gate,
+        "paths": {
+            "staged_valid": staged, "valid": lake.valid(config.name, run.batch_date, run.batch_id),
+            "quarantine": quarantine_path, "report": report, "data_docs": gate.get("data_docs"),
+        },
+        "ingested_at": ingested_at.isoformat(),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    verdict = decide(summary, config)
+    summary["verdict"] = verdict.as_dict()
+    summary["published"] = False
+    if run.publish:
+        if verdict.publish:
+            publish_batch(lake, config.name, run.batch_date, run.batch_id)
+            summary["published"] = True
+        else:
+            remove_dir(summary["paths"]["valid"])  # a held rerun must not leave an old publication
+    timings["total_s"] = time.perf_counter() - started
+    summary["timings"] = {k: round(v, 3) for k, v in timings.items()}
+    write_json(lake.summary(config.name, run.batch_id), summary)
+    log.event(
+        "validated", messages=messages, valid=summary["valid"], quarantined=quarantined,
+        duplicates_dropped=summary["duplicates_dropped"], quarantine_rate=summary["quarantine_rate"],
+        gate="passed" if gate["passed"] else "failed", published=summary["published"],
+        seconds=summary["timings"]["total_s"],
+    )
+    return summary
+
+
+def _ingested_at(manifest: dict[str, Any] | None, checked: DataFrame) -> datetime:
+    """When the batch landed: the manifest's time, else the newest input file's.
+
+    Either is the same on a rerun, so rerunning a batch rewrites identical partitions.
+    """
+    if manifest and manifest.get("landed_at"):
+        return datetime.fromisoformat(manifest["landed_at"]).astimezone(UTC)
+    newest = checked.agg(F.max("_modified_at").cast("long")).first()[0]
+    return datetime.fromtimestamp(newest or 0, UTC)
+
+
+def _unreadable_files(spark: SparkSession, input_path: str, entries: list[dict]) -> DataFrame:
+    folder = input_path.rstrip("/") + "/_unreadable"
+    reasons = spark.createDataFrame([(e["name"], e["reason"]) for e in entries], "name string, reason string")
+    files = spark.read.format("binaryFile").load(folder).select(
+        "path", "content", F.element_at(F.split("path", "/"), -1).alias("name")
+    )
+    return files.join(F.broadcast(reasons), "name")

@@ -1,0 +1,64 @@
+"""The reason record: one shape for every layer.
+
+A check is a column: null when the row passes, a reason struct when it fails.
+A row's `reasons` is the array of its non-null checks, so the split into valid
+and quarantine is one filter on `size(reasons) == 0`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StringType, StructField, StructType
+
+LAYERS = ("bytes", "parse", "contract", "group", "registry", "crash", "batch")
+VALUE_MAX_CHARS = 200
+
+REASON = StructType(
+    [
+        StructField("layer", StringType(), True),
+        StructField("rule", StringType(), True),
+        StructField("column", StringType(), True),
+        StructField("message", StringType(), True),
+        StructField("value", StringType(), True),
+    ]
+)
+REASONS = ArrayType(REASON, containsNull=True)
+
+
+def _text(value: Column | str | None) -> Column:
+    if value is None:
+        return F.lit(None).cast("string")
+    return F.lit(value) if isinstance(value, str) else value.cast("string")
+
+
+def reason_when(
+    failed: Column,
+    layer: str,
+    rule: str,
+    message: Column | str,
+    column: str | None = None,
+    value: Column | None = None,
+) -> Column:
+    """A reason struct where `failed` is true, else null (a null `failed` counts as passed)."""
+    if layer not in LAYERS:
+        raise ValueError(f"unknown layer {layer!r}; one of {LAYERS}")
+    cut = None if value is None else F.substring(value.cast("string"), 1, VALUE_MAX_CHARS)
+    record = F.struct(
+        F.lit(layer).alias("layer"),
+        F.lit(rule).alias("rule"),
+        F.lit(column).cast("string").alias("column"),
+        _text(message).alias("message"),
+        _text(cut).alias("value"),
+    )
+    return F.when(F.coalesce(failed, F.lit(False)), record)
+
+
+def collect(checks: Iterable[Column]) -> Column:
+    """The non-null reasons of a list of checks, as one array column."""
+    checks = list(checks)
+    if not checks:
+        return F.array().cast(REASONS)
+    return F.filter(F.array(*checks), lambda r: r.isNotNull()).cast(REASONS)

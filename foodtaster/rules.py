@@ -1,0 +1,312 @@
+"""Evaluate a pandera contract per row on Spark.
+
+The rules are written once, in the pandera model. This module reads the model's
+schema (columns, dtypes, nullability, checks and their statistics) and turns
+each rule into a reason column, with the meaning pandera's pandas backend gives
+it; `tests/unit/test_differential.py` holds the two to the same verdict.
+
+Types are strict JSON types, read from the VARIANT parse: a string is only a
+JSON string, a number a JSON number, an integer a number written without a
+fraction or exponent. A wrong type is a `type` reason; a missing field is
+`required`; a JSON null is `not_nullable`. Value checks run only on values of
+the right type, as pandera skips nulls in checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandera.pandas as pa
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    DataType,
+    DoubleType,
+    LongType,
+    StringType,
+    TimestampType,
+)
+
+from foodtaster.checks import COMPARISONS, ISO_TIMESTAMP_PATTERN
+from foodtaster.reasons import reason_when
+
+INTEGER_KINDS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+
+
+class ContractError(ValueError):
+    """The contract uses something the Spark evaluator cannot give pandera's meaning to."""
+
+
+@dataclass(frozen=True)
+class JsonType:
+    name: str  # "string" | "number" | "integer" | "boolean"
+    spark_type: DataType
+
+    def matches(self, kind: Column) -> Column:
+        if self.name == "string":
+            return kind == "STRING"
+        if self.name == "boolean":
+            return kind == "BOOLEAN"
+        integer = kind.isin(*INTEGER_KINDS)
+        if self.name == "integer":
+            return integer
+        return integer | kind.isin("DOUBLE", "FLOAT") | kind.startswith("DECIMAL")
+
+
+def json_kind(kind: Column) -> Column:
+    """A VARIANT kind (`BIGINT`, `DECIMAL(3,1)`, `OBJECT<..>`) in JSON's words, for messages."""
+    return (
+        F.when(kind.isin(*INTEGER_KINDS), "an integer")
+        .when(kind.isin("DOUBLE", "FLOAT") | kind.startswith("DECIMAL"), "a non-integer number")
+        .when(kind == "STRING", "a string")
+        .when(kind == "BOOLEAN", "a boolean")
+        .when(kind.startswith("OBJECT"), "an object")
+        .when(kind.startswith("ARRAY"), "an array")
+        .otherwise(F.lower(kind))
+    )
+
+
+def json_type_of(dtype: Any) -> JsonType:
+    text = str(dtype).lower()
+    if text.startswith(("string", "str", "object")):
+        return JsonType("string", StringType())
+    if text.startswith("bool"):
+        return JsonType("boolean", BooleanType())
+    if text.startswith(("int", "uint")):
+        return JsonType("integer", LongType())
+    if text.startswith("float"):
+        return JsonType("number", DoubleType())
+    raise ContractError(f"dtype {dtype} has no JSON type here (use str, int, float or bool)")
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def rule_id(column: str | None, check_name: str, statistics: dict[str, Any]) -> str:
+    """A stable id, e.g. `amount.greater_than_or_equal_to(0)`, `order_id.str_length(min_value=1)`."""
+    scalars = {
+        k: v for k, v in statistics.items()
+        if v is not None and not isinstance(v, list | tuple | set | dict) and k != "pattern"
+    }
+    if len(scalars) == 1:
+        args = f"({_render(next(iter(scalars.values())))})"
+    elif scalars:
+        args = "(" + ",".join(f"{k}={_render(v)}" for k, v in scalars.items()) + ")"
+    else:
+        args = ""
+    return f"{column}.{check_name}{args}" if column else f"{check_name}{args}"
+
+
+# Column checks: pandera check name -> (Spark condition that passes, message for a person).
+ColumnCheck = Callable[[Column, dict[str, Any]], tuple[Column, str]]
+
+
+def _string_length(value: Column, s: dict[str, Any]) -> tuple[Column, str]:
+    length = F.char_length(value)
+    if s.get("exact_value") is not None:
+        return length == s["exact_value"], f"must be exactly {s['exact_value']} characters"
+    ok = F.lit(True)
+    bounds = []
+    if s.get("min_value") is not None:
+        ok = ok & (length >= s["min_value"])
+        bounds.append(f"at least {s['min_value']}")
+    if s.get("max_value") is not None:
+        ok = ok & (length <= s["max_value"])
+        bounds.append(f"at most {s['max_value']}")
+    return ok, f"must be {' and '.join(bounds)} characters long"
+
+
+def _in_range(value: Column, s: dict[str, Any]) -> tuple[Column, str]:
+    low = value >= s["min_value"] if s.get("include_min", True) else value > s["min_value"]
+    high = value <= s["max_value"] if s.get("include_max", True) else value < s["max_value"]
+    return low & high, f"must be in range {s['min_value']}..{s['max_value']}"
+
+
+def _iso_timestamp(value: Column, s: dict[str, Any]) -> tuple[Column, str]:
+    shaped = F.regexp_like(value, F.lit(f"^(?:{ISO_TIMESTAMP_PATTERN})\\z"))
+    real = F.try_to_timestamp(F.substring(value, 1, 19), F.lit("yyyy-MM-dd'T'HH:mm:ss")).isNotNull()
+    return shaped & real, "must be an ISO-8601 timestamp with a zone offset or Z"
+
+
+def python_regex(pattern: str) -> str:
+    """A Java regex that reads a Python pattern as Python does: `\\n` is the only line end
+    (so `$` does not match before a final `\\r`), and `\\d`, `\\w` are Unicode classes."""
+    return "(?dU)" + pattern
+
+
+COMPARISON_WORDS = {
+    "greater_than": ">", "greater_than_or_equal_to": ">=", "less_than": "<",
+    "less_than_or_equal_to": "<=", "equal_to": "==", "not_equal_to": "!=",
+}
+
+
+def _comparison(name: str) -> ColumnCheck:
+    def check(value: Column, s: dict[str, Any]) -> tuple[Column, str]:
+        (bound,) = s.values()
+        return COMPARISONS[name](value, bound), f"must be {COMPARISON_WORDS[name]} {_render(bound)}"
+
+    return check
+
+
+COLUMN_CHECKS: dict[str, ColumnCheck] = {
+    **{name: _comparison(name) for name in COMPARISON_WORDS},
+    "in_range": _in_range,
+    "isin": lambda v, s: (
+        v.isin(*s["allowed_values"]),
+        "must be one of " + ", ".join(map(str, s["allowed_values"])),
+    ),
+    "notin": lambda v, s: (
+        ~v.isin(*s["forbidden_values"]),
+        "must not be one of " + ", ".join(map(str, s["forbidden_values"])),
+    ),
+    # pandera's str_matches is Python's re.match: anchored at the start only
+    "str_matches": lambda v, s: (
+        F.regexp_like(v, F.lit(python_regex("^(?:" + s["pattern"] + ")"))), f"must match {s['pattern']}"
+    ),
+    "str_contains": lambda v, s: (
+        F.regexp_like(v, F.lit(python_regex(s["pattern"]))), f"must contain a match of {s['pattern']}"
+    ),
+    "str_startswith": lambda v, s: (v.startswith(s["string"]), f"must start with {s['string']}"),
+    "str_endswith": lambda v, s: (v.endswith(s["string"]), f"must end with {s['string']}"),
+    "str_length": _string_length,
+    "iso_timestamp": _iso_timestamp,
+}
+
+
+@dataclass(frozen=True)
+class FieldRule:
+    name: str
+    json_type: JsonType
+    required: bool
+    nullable: bool
+    unique: bool
+    checks: tuple[tuple[str, dict[str, Any]], ...]
+
+    @property
+    def output_type(self) -> DataType:
+        if any(name == "iso_timestamp" for name, _ in self.checks):
+            return TimestampType()
+        return self.json_type.spark_type
+
+
+@dataclass(frozen=True)
+class Contract:
+    """A pandera model read for row-level evaluation on Spark."""
+
+    name: str
+    fields: tuple[FieldRule, ...]
+    frame_checks: tuple[tuple[str, dict[str, Any]], ...]
+
+    @property
+    def unique_fields(self) -> list[str]:
+        return [f.name for f in self.fields if f.unique]
+
+
+def read_contract(model: type[pa.DataFrameModel]) -> Contract:
+    schema = model.to_schema()
+    fields = []
+    for name, column in schema.columns.items():
+        checks = tuple((c.name, dict(c.statistics or {})) for c in column.checks)
+        for check_name, _ in checks:
+            if check_name not in COLUMN_CHECKS:
+                raise ContractError(
+                    f"{model.__name__}.{name}: check {check_name!r} has no Spark evaluation; "
+                    f"known: {sorted(COLUMN_CHECKS)}"
+                )
+        fields.append(
+            FieldRule(
+                name=name, json_type=json_type_of(column.dtype), required=column.required,
+                nullable=column.nullable, unique=column.unique, checks=checks,
+            )
+        )
+    frame_checks = tuple((c.name, dict(c.statistics or {})) for c in schema.checks)
+    for check_name, _ in frame_checks:
+        if check_name != "conditional":
+            raise ContractError(f"{model.__name__}: frame check {check_name!r} has no Spark evaluation")
+    return Contract(name=model.__name__, fields=tuple(fields), frame_checks=frame_checks)
+
+
+def field_columns(contract: Contract, json_col: str = "_json") -> dict[str, Column]:
+    """The typed value of each field, null unless present with the right JSON type."""
+    columns = {}
+    for rule in contract.fields:
+        raw = F.variant_get(F.col(json_col), f"$[0].{rule.name}", "variant")
+        kind = F.schema_of_variant(raw)
+        typed = F.variant_get(raw, "$", rule.json_type.spark_type.simpleString())
+        if isinstance(rule.output_type, TimestampType):
+            typed = typed.try_cast("timestamp")
+        columns[rule.name] = F.when(rule.json_type.matches(kind), typed)
+    return columns
+
+
+def field_checks(contract: Contract, json_col: str = "_json") -> list[Column]:
+    """Every row-level rule of the contract as a reason column (uniqueness is the dedup step's)."""
+    checks: list[Column] = []
+    for rule in contract.fields:
+        raw = F.variant_get(F.col(json_col), f"$[0].{rule.name}", "variant")
+        kind = F.schema_of_variant(raw)
+        present, is_null = raw.isNotNull(), F.is_variant_null(raw)
+        checks.append(
+            reason_when(
+                ~present & F.lit(rule.required), "contract", f"{rule.name}.required",
+                f"required field {rule.name} is missing", column=rule.name,
+            )
+        )
+        checks.append(
+            reason_when(
+                present & is_null & F.lit(not rule.nullable), "contract",
+                f"{rule.name}.not_nullable", f"{rule.name} must not be null", column=rule.name,
+            )
+        )
+        type_ok = rule.json_type.matches(kind)
+        checks.append(
+            reason_when(
+                present & ~is_null & ~type_ok, "contract", f"{rule.name}.type({rule.json_type.name})",
+                F.concat(F.lit(f"{rule.name} must be a JSON {rule.json_type.name}, got "), json_kind(kind)),
+                column=rule.name, value=F.to_json(raw),
+            )
+        )
+        value = F.when(type_ok, F.variant_get(raw, "$", rule.json_type.spark_type.simpleString()))
+        for check_name, statistics in rule.checks:
+            passes, message = COLUMN_CHECKS[check_name](value, statistics)
+            checks.append(
+                reason_when(
+                    value.isNotNull() & ~passes, "contract",
+                    rule_id(rule.name, check_name, statistics), f"{rule.name} {message}",
+                    column=rule.name, value=value,
+                )
+            )
+    checks.extend(_frame_checks(contract, json_col))
+    return checks
+
+
+def frame_rule_id(s: dict[str, Any]) -> str:
+    """`amount.greater_than(0).when(status in (PAID,SHIPPED,DELIVERED))`"""
+    condition = f"{s['if_column']} in ({','.join(map(str, s['if_in']))})"
+    return f"{s['then_column']}.{s['then_check']}({_render(s['then_value'])}).when({condition})"
+
+
+def _frame_checks(contract: Contract, json_col: str) -> list[Column]:
+    """Cross-field checks; a comparison with a missing or wrongly typed value fails, as in pandas."""
+    typed = field_columns(contract, json_col)
+    checks = []
+    for _, s in contract.frame_checks:
+        applies = F.coalesce(typed[s["if_column"]].isin(*s["if_in"]), F.lit(False))
+        holds = F.coalesce(COMPARISONS[s["then_check"]](typed[s["then_column"]], s["then_value"]),
+                           F.lit(False))
+        condition = f"{s['if_column']} in ({','.join(map(str, s['if_in']))})"
+        checks.append(
+            reason_when(
+                applies & ~holds, "contract", frame_rule_id(s),
+                f"{s['then_column']} must be {COMPARISON_WORDS[s['then_check']]} "
+                f"{_render(s['then_value'])} when {condition}",
+                column=s["then_column"], value=typed[s["then_column"]],
+            )
+        )
+    return checks

@@ -1,0 +1,155 @@
+"""Differential test: Spark's verdict equals pandera's pandas backend, rule by rule.
+
+Hypothesis generates messages field by field (a valid value, a value of the
+right type that breaks a rule, a wrong type, null, or missing) from the
+contract itself; each example is a batch that Spark evaluates in one job, and
+each message is then judged by `foodtaster.reference` (pandera, one row).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from conftest import lines_frame
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from contracts.orders import Orders
+from foodtaster.job import validate_lines
+from foodtaster.reference import failed_rules
+from foodtaster.rules import FieldRule, read_contract
+
+CONTRACT = read_contract(Orders)
+MISSING = object()
+TRICKY_STRINGS = ["", " ", "abc\n", "abc\r", "ab c", "é", "\u0661\u0662", "<script>x</script>", "x" * 70]
+
+
+def timestamps() -> st.SearchStrategy[str]:
+    moments = st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1))
+    zones = st.sampled_from(["Z", "+00:00", "-05:30", "+14:00", "+23:59", "+24:00", "", "z", "+0530"])
+    fraction = st.sampled_from(["", ".1", ".123456", ".1234567"])
+    shaped = st.builds(lambda m, f, z: m.strftime("%Y-%m-%dT%H:%M:%S") + f + z, moments, fraction, zones)
+    broken = st.sampled_from(
+        ["2026-02-30T10:00:00Z", "2026-13-01T00:00:00Z", "2026-11-20T24:00:00Z", "2026-11-20 10:00:00Z",
+         "2026-11-20T10:00:00Z\n", "2026-11-20T10:00:60Z", "yesterday", "\uff12026-11-20T10:00:00Z"]
+    )
+    return st.one_of(shaped, broken)
+
+
+def right_type_values(rule: FieldRule) -> st.SearchStrategy:
+    kind = rule.json_type.name
+    checks = dict(rule.checks)
+    if kind == "string":
+        options = [st.text(max_size=12), st.sampled_from(TRICKY_STRINGS)]
+        if "isin" in checks:
+            options.append(st.sampled_from(checks["isin"]["allowed_values"]))
+        if "str_matches" in checks:
+            options.append(st.from_regex(checks["str_matches"]["pattern"], fullmatch=True))
+        if "iso_timestamp" in checks:
+            options.append(timestamps())
+        return st.one_of(options)
+    if kind == "integer":
+        return st.one_of(st.integers(-5, 2000), st.integers(), st.sampled_from([0, 1, 1000, 1001, 2**63]))
+    if kind == "number":
+        return st.one_of(
+            st.floats(allow_nan=False, allow_infinity=False, min_value=-10, max_value=2e6),
+            st.integers(-10, 2_000_000), st.sampled_from([0, 0.0, -0.0, 1e6, 1000000.5, 1e300]),
+        )
+    return st.booleans()
+
+
+def wrong_type_values(rule: FieldRule) -> st.SearchStrategy:
+    by_type = {
+        "string": st.text(max_size=5),
+        "integer": st.integers(-3, 3),
+        "number": st.floats(allow_nan=False, allow_infinity=False),
+        "boolean": st.booleans(),
+    }
+    kind = rule.json_type.name
+    wrong = [strategy for name, strategy in by_type.items()
+             if name != kind and not (kind == "number" and name == "integer")]
+    if kind == "integer":
+        wrong = [st.just(2.0), st.just(1e3)] + [s for s in wrong if s is not by_type["number"]]
+    text_number = st.just("12.5") if kind != "string" else st.just(5)
+    return st.one_of(*wrong, st.just([1]), st.just({"a": 1}), text_number)
+
+
+def valid_values(rule: FieldRule) -> st.SearchStrategy:
+    """Values that pass every rule of the field (drawn from the rules' own statistics)."""
+    checks = dict(rule.checks)
+    if "isin" in checks:
+        return st.sampled_from(checks["isin"]["allowed_values"])
+    if "str_matches" in checks:
+        return st.from_regex(checks["str_matches"]["pattern"], fullmatch=True)
+    if "iso_timestamp" in checks:
+        moments = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1))
+        return moments.map(lambda m: m.strftime("%Y-%m-%dT%H:%M:%S") + "Z")
+    if rule.json_type.name == "string":
+        return st.text(min_size=checks.get("str_length", {}).get("min_value") or 0, max_size=10)
+    low = checks.get("greater_than_or_equal_to", {}).get("min_value", -1000)
+    high = checks.get("less_than_or_equal_to", {}).get("max_value", 1000)
+    if rule.json_type.name == "integer":
+        return st.integers(low, high)
+    return st.one_of(st.integers(int(low), int(high)), st.floats(low, high))
+
+
+def field_values(rule: FieldRule) -> st.SearchStrategy:
+    return st.one_of(
+        right_type_values(rule), right_type_values(rule), right_type_values(rule),
+        wrong_type_values(rule), st.just(None), st.just(MISSING),
+    )
+
+
+FIELDS = {rule.name: rule for rule in CONTRACT.fields}
+
+
+@st.composite
+def messages(draw) -> dict:
+    """A valid message with up to three fields replaced by anything the field strategies make."""
+    message = {name: draw(valid_values(rule)) for name, rule in FIELDS.items()}
+    for name in draw(st.sets(st.sampled_from(sorted(FIELDS)), max_size=3)):
+        message[name] = draw(field_values(FIELDS[name]))
+    return {k: v for k, v in message.items() if v is not MISSING}
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
+          phases=[Phase.explicit, Phase.generate])  # a failure names its message; no slow shrinking
+@given(batch=st.lists(messages(), min_size=60, max_size=80))
+def test_spark_and_pandera_agree_rule_by_rule(spark, batch):
+    lines = [json.dumps(m, ensure_ascii=False).encode("utf-8") for m in batch]
+    rows = validate_lines(lines_frame(spark, lines), CONTRACT, 1 << 20).orderBy("_row_id").collect()
+    assert len(rows) == len(batch)
+    for message, row in zip(batch, rows, strict=True):
+        spark_rules = {r.rule for r in row["_reasons"]}
+        reference = failed_rules(message, Orders, CONTRACT)
+        only = f"spark only {spark_rules - reference}, pandera only {reference - spark_rules}"
+        assert spark_rules == reference, f"{message}: {only}"
+
+
+def test_the_generator_reaches_valid_and_every_kind_of_failure():
+    """The differential test is only as good as what it generates: check it covers the rules."""
+    seen: set[str] = set()
+    verdicts = []
+
+    @settings(max_examples=300, deadline=None, derandomize=True, database=None)
+    @given(message=messages())
+    def judge(message):
+        failed = failed_rules(message, Orders, CONTRACT)
+        seen.update(failed)
+        verdicts.append(not failed)
+
+    judge()
+    assert any(verdicts), "no valid message was generated"
+    assert {"amount.type(number)", "items.type(integer)", "created_at.iso_timestamp", "currency.isin",
+            "message_id.str_matches", "status.required", "order_id.not_nullable"} <= seen
+    assert any(rule.endswith(".when(status in (PAID,SHIPPED,DELIVERED))") for rule in seen)
+
+
+def test_a_valid_message_is_valid_on_both_sides(spark):
+    now = datetime(2026, 11, 20, tzinfo=UTC) + timedelta(hours=5)
+    message = {"message_id": "m-1", "order_id": "o", "customer_id": "c", "amount": 10, "currency": "EUR",
+               "status": "PAID", "created_at": now.isoformat().replace("+00:00", "Z"), "items": 1}
+    rows = validate_lines(lines_frame(spark, [json.dumps(message).encode()]), CONTRACT, 1 << 20).collect()
+    assert rows[0]["_reasons"] == [] and failed_rules(message, Orders, CONTRACT) == set()
+    assert rows[0]["created_at"] == now.replace(tzinfo=None)

@@ -1,0 +1,89 @@
+"""The bytes and parse layers on tiny DataFrames: one reason, the right one, per kind of damage."""
+
+import json
+
+import pytest
+from conftest import lines_frame
+
+from foodtaster import layers
+
+GOOD = b'{"message_id": "m1", "amount": 5}'
+
+
+def reasons_of(spark, lines, max_bytes=200):
+    rows = layers.parse(lines_frame(spark, lines), max_bytes).orderBy("_row_id").collect()
+    return [[(r.layer, r.rule) for r in row["_reasons"]] for row in rows], rows
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        (b"", "line.empty"),
+        (b"  \t ", "line.empty"),
+        (b'{"a": "\xff\xfe"}', "line.not_utf8"),
+        (b'{"a": "x\x00y"}', "line.nul_byte"),
+        (b'{"a": "' + b"x" * 300 + b'"}', "line.too_large"),
+    ],
+)
+def test_bytes_layer_names_the_damage(spark, line, rule):
+    reasons, _ = reasons_of(spark, [line])
+    assert reasons == [[("bytes", rule)]]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"{'message_id': 'm1'}",  # single quotes
+        b'{"amount": NaN}',
+        b'{"amount": Infinity}',
+        b'{"a": 1,}',  # trailing comma
+        b'{"a": 1 /* c */}',
+        b'{"a": 1',  # truncated
+        b'{"a": 01}',  # leading zero
+        b'{"a": 1, "a": 2}',  # duplicate key
+        b'{"a": 1}{"b": 2}',  # two messages glued together
+        b'{"a": 1},{"b": 2}',
+        b'{"a": 1}],[{"b": 2}',  # would close the parser's wrapper early
+        b'{"a": 1} trailing',
+    ],
+)
+def test_parse_layer_rejects_non_strict_json(spark, line):
+    reasons, rows = reasons_of(spark, [line])
+    assert reasons == [[("parse", "json.invalid")]]
+    assert rows[0]["_json"] is None
+    with pytest.raises(ValueError):  # the reference agrees it is not strict JSON
+        json.loads(line, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)),
+                   object_pairs_hook=_no_duplicates)
+
+
+def _no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise ValueError("duplicate key")
+    return dict(pairs)
+
+
+@pytest.mark.parametrize("line", [b"[1, 2]", b'"text"', b"42", b"null", b"true"])
+def test_parse_layer_wants_an_object(spark, line):
+    reasons, _ = reasons_of(spark, [line])
+    assert reasons == [[("parse", "json.not_object")]]
+
+
+def test_good_lines_pass_both_layers_and_keep_the_parse(spark):
+    reasons, rows = reasons_of(spark, [GOOD, b'  {"nested": {"a": [1, {"b": "]"}]}}  ', b'{"s": "}]"}'])
+    assert reasons == [[], [], []]
+    assert all(row["_json"] is not None for row in rows)
+
+
+def test_a_bytes_failure_is_not_also_reported_as_a_parse_failure(spark):
+    reasons, _ = reasons_of(spark, [b"\xff{not json"])
+    assert reasons == [[("bytes", "line.not_utf8")]]
+
+
+def test_messages_explain_the_syntax_error(spark):
+    _, rows = reasons_of(spark, [b"{'a': 1}", b'{"a": 1,}', b'{"a": NaN}', b'{"a": 1}{"b": 2}'])
+    messages = [row["_reasons"][0]["message"] for row in rows]
+    assert "single quotes" in messages[0]
+    assert "trailing comma" in messages[1]
+    assert "NaN" in messages[2]
+    assert "more than one JSON value" in messages[3]
