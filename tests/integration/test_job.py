@@ -1,0 +1,170 @@
+"""The job on a generated batch with every kind of poison, held to DESIGN.md's invariants
+and to the generator's answer for every line."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from contracts.orders import Orders
+from foodtaster import sample
+from foodtaster.job import BatchRun, run_batch
+from foodtaster.lake import Lake
+from foodtaster.reasons import LAYERS
+from foodtaster.reference import failed_rules
+from foodtaster.registry import get_dataset
+from foodtaster.rules import read_contract
+
+MAX_BYTES = 4096
+# What a poison kind must be quarantined for (at least this rule among its reasons).
+EXPECTED_RULE = {
+    "invalid_utf8": "line.not_utf8", "nul_byte": "line.nul_byte", "oversized": "line.too_large",
+    "empty_line": "line.empty", "truncated_json": "json.invalid", "single_quotes": "json.invalid",
+    "nan": "json.invalid", "trailing_comma": "json.invalid", "top_level_array": "json.not_object",
+    "concatenated": "json.invalid", "wrong_type_amount": "amount.type(number)",
+    "float_items": "items.type(integer)", "bad_timestamp": "created_at.iso_timestamp",
+    "cross_field": "amount.greater_than(0).when(status in (PAID,SHIPPED,DELIVERED))",
+    "conflicting_duplicate": "message_id.conflicting_duplicate", "html_payload": "currency.isin",
+}
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    inbox = tmp_path_factory.mktemp("inbox")
+    generated = sample.generate_batch(
+        inbox, messages=900, seed=11, poison_rate=0.2, files=3, gzip_files=1,
+        max_message_bytes=MAX_BYTES,
+    )
+    return inbox, generated
+
+
+@pytest.fixture(scope="module")
+def tasted(spark, batch, tmp_path_factory):
+    inbox, _ = batch
+    lake = Lake(str(tmp_path_factory.mktemp("lake")))
+    config = dataclasses.replace(get_dataset("orders"), max_message_bytes=MAX_BYTES)
+    run = BatchRun(config=config, input_path=str(inbox), lake=lake, batch_id="b1",
+                   batch_date="2026-11-20", publish=True)
+    summary = run_batch(spark, run)
+    return run, summary
+
+
+def _file_lines(path: Path) -> list[bytes]:
+    data = path.read_bytes()
+    return (gzip.decompress(data) if path.suffix == ".gz" else data).splitlines()
+
+
+def _outputs(spark, run):
+    lake, name = run.lake, run.config.name
+    valid = spark.read.parquet(lake.valid(name, run.batch_date, run.batch_id))
+    quarantine = spark.read.parquet(lake.quarantine(name, run.batch_date, run.batch_id))
+    return valid, quarantine
+
+
+def _keyed(frame):
+    return frame.withColumn("file", F.element_at(F.split("_source_file", "/"), -1))
+
+
+def test_nothing_is_lost_and_every_line_lands_where_the_truth_says(spark, batch, tasted):
+    _, generated = batch
+    run, summary = tasted
+    valid, quarantine = _outputs(spark, run)
+    truth = {(t.file, t.line): t for t in generated.truth}
+
+    assert summary["messages"] == generated.messages == len(truth)
+    assert summary["messages"] == summary["valid"] + summary["quarantined"] + summary["duplicates_dropped"]
+    assert (valid.count(), quarantine.count()) == (summary["valid"], summary["quarantined"])
+    assert summary["duplicates_dropped"] == generated.counts()["duplicate_dropped"] > 0
+
+    placed = {(r.file, r._line_number): "valid" for r in _keyed(valid).collect()}
+    placed |= {(r.file, r._line_number): "quarantined" for r in _keyed(quarantine).collect()}
+    wrong = {k: (truth[k].kind, placed.get(k, "duplicate_dropped")) for k in truth
+             if placed.get(k, "duplicate_dropped") != truth[k].expected}
+    assert wrong == {}
+
+
+def test_nothing_is_let_through(spark, batch, tasted):
+    inbox, _ = batch
+    run, _ = tasted
+    valid, _ = _outputs(spark, run)
+    contract = read_contract(Orders)
+    files = {p.name: _file_lines(p) for p in Path(inbox).iterdir()}
+    for row in _keyed(valid).select("file", "_line_number").collect():
+        message = json.loads(files[row.file][row._line_number - 1])
+        assert failed_rules(message, Orders, contract) == set(), message
+
+
+def test_quarantine_keeps_raw_bytes_lineage_and_reasons(spark, batch, tasted):
+    inbox, generated = batch
+    run, summary = tasted
+    _, quarantine = _outputs(spark, run)
+    files = {p.name: _file_lines(p) for p in Path(inbox).iterdir()}
+    kinds = {(t.file, t.line): t.kind for t in generated.truth}
+    seen_kinds = set()
+    for row in _keyed(quarantine).collect():
+        assert bytes(row._raw) == files[row.file][row._line_number - 1]
+        assert row._batch_id == "b1" and row._ingested_at is not None
+        assert row.reasons and all(r.layer in LAYERS and r.rule and r.message for r in row.reasons)
+        kind = kinds[(row.file, row._line_number)]
+        seen_kinds.add(kind)
+        if kind in EXPECTED_RULE:
+            assert EXPECTED_RULE[kind] in {r.rule for r in row.reasons}, (kind, row.reasons)
+    assert set(EXPECTED_RULE) <= seen_kinds
+    multi = [r for r in quarantine.collect() if len(r.reasons) >= 4]
+    assert multi, "a message failing several rules lists every one"
+    assert sum(summary["reasons"].values()) >= summary["quarantined"]
+
+
+def test_valid_rows_are_typed_with_lineage(spark, tasted):
+    run, _ = tasted
+    valid, _ = _outputs(spark, run)
+    types = dict(valid.dtypes)
+    assert types["amount"] == "double" and types["items"] == "bigint"
+    assert types["created_at"] == "timestamp" and types["_line_number"] == "bigint"
+    assert set(types) >= {"_batch_id", "_source_file", "_line_number", "_ingested_at"}
+    assert "_raw" not in types and "reasons" not in types
+
+
+def test_summary_gate_and_data_docs(tasted):
+    run, summary = tasted
+    assert summary["gate"]["suite"] == "orders"
+    assert {r["expectation"] for r in summary["gate"]["results"]} >= {
+        "expect_table_row_count_to_be_between", "expect_column_median_to_be_between"}
+    assert Path(summary["paths"]["data_docs"]).is_file()
+    assert 0 < summary["quarantine_rate"] < 1
+    assert summary["samples"] and all("raw" in s and s["reasons"] for s in summary["samples"])
+    on_disk = json.loads(Path(run.lake.summary("orders", "b1")).read_text())
+    assert on_disk["messages"] == summary["messages"]
+
+
+def _snapshot(frame):
+    return sorted(json.dumps(r.asDict(recursive=True), default=str, sort_keys=True) for r in frame.collect())
+
+
+def test_rerunning_the_batch_rewrites_identical_partitions(spark, tasted):
+    run, first = tasted
+    before = [_snapshot(f) for f in _outputs(spark, run)]
+    again = run_batch(spark, run)
+    after = [_snapshot(f) for f in _outputs(spark, run)]
+    assert before == after
+    keys = ("messages", "valid", "quarantined", "duplicates_dropped", "reasons")
+    assert {k: again[k] for k in keys} == {k: first[k] for k in keys}
+
+
+def test_a_batch_of_only_poison_finishes_and_is_held(spark, tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "bad.jsonl").write_bytes(b"{'a': 1}\n\xff\xfe\n[1]\n{\"amount\": \"x\"}\n")
+    lake = Lake(str(tmp_path / "lake"))
+    run = BatchRun(config=get_dataset("orders"), input_path=str(inbox), lake=lake, batch_id="bad",
+                   batch_date="2026-11-20", publish=True)
+    summary = run_batch(spark, run)
+    assert (summary["messages"], summary["valid"], summary["quarantined"]) == (4, 0, 4)
+    assert summary["gate"]["passed"] is False and summary["published"] is False
+    assert not Path(lake.valid("orders", "2026-11-20", "bad")).exists()
+    assert Path(lake.staged_valid("orders", "2026-11-20", "bad")).exists()
