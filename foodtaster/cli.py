@@ -10,9 +10,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="foodtaster", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    from foodtaster import sample
+    from foodtaster import demo, sample
 
     sample.add_arguments(commands.add_parser("generate-sample", help=sample.__doc__))
+    demo.add_arguments(commands.add_parser("demo", help=demo.__doc__))
 
     args = parser.parse_args(argv)
     return int(args.run(args) or 0)

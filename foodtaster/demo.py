@@ -1,0 +1,91 @@
+"""Run the validation job on a generated sample batch and print what happened."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from foodtaster.registry import DatasetConfig
+
+TOP_REASONS = 8
+
+
+def format_report(summary: dict[str, Any], config: DatasetConfig) -> str:
+    """A person's view of a batch summary: counts, rate vs thresholds, gate, verdict, reasons, paths."""
+    gate = summary["gate"]
+    if gate.get("skipped"):
+        gate_line = "skipped"
+    elif gate["passed"]:
+        gate_line = f"passed ({len(gate['results'])} expectations)"
+    else:
+        failed = ", ".join(f"{f['expectation']}({f.get('column') or ''})" for f in gate["failed"])
+        gate_line = f"FAILED: {failed}"
+    verdict = summary.get("verdict", {})
+    outcome = "published" if summary.get("published") else (
+        "staged, awaiting the gate task" if verdict.get("publish") else "HELD (not published)")
+    why = "; ".join(verdict.get("why", ())) or "all thresholds met"
+    lines = [
+        f"dataset {summary['dataset']}  batch {summary['batch_id']}  date {summary['batch_date']}",
+        f"  messages            {summary['messages']:>9,}",
+        f"  valid               {summary['valid']:>9,}",
+        f"  quarantined         {summary['quarantined']:>9,}",
+        f"  duplicates dropped  {summary['duplicates_dropped']:>9,}",
+        f"  quarantine rate     {summary['quarantine_rate']:>9.2%}   "
+        f"(alert_rate {config.alert_rate:.2%}, hold_rate {config.hold_rate:.2%})",
+        f"  batch gate          {gate_line}",
+        f"  outcome             {outcome} [{verdict.get('severity', '?')}]: {why}",
+        "  top reasons",
+    ]
+    reasons = list(summary["reasons"].items())[:TOP_REASONS]
+    lines += [f"    {count:>7,}  {rule}" for rule, count in reasons] or ["    (none)"]
+    paths = summary["paths"]
+    lines += [
+        "  outputs",
+        f"    valid        {paths['valid'] if summary.get('published') else paths['staged_valid']}",
+        f"    quarantine   {paths['quarantine']}",
+        f"    summary      {paths['report']}/summary.json",
+        f"    data docs    {paths.get('data_docs') or '-'}",
+        f"  took {summary['timings']['total_s']:.1f}s",
+    ]
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", default="orders")
+    parser.add_argument("--date", default="2026-11-20", help="the batch date (inbox dt=<date>)")
+    parser.add_argument("--messages", type=int, default=5000)
+    parser.add_argument("--poison-rate", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--lake", default=None, help="lake root (default: $FOODTASTER_LAKE or ./data/lake)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from foodtaster import sample
+    from foodtaster.job import BatchRun, run_batch
+    from foodtaster.lake import Lake
+    from foodtaster.landing import land_batch
+    from foodtaster.logs import configure
+    from foodtaster.registry import get_dataset, lake_root
+    from foodtaster.spark import build_session
+
+    configure()
+    config = get_dataset(args.dataset)
+    lake = Lake(args.lake or lake_root())
+    inbox = lake.inbox(config.name, args.date)
+    generated = sample.generate_batch(
+        inbox, messages=args.messages, seed=args.seed, poison_rate=args.poison_rate,
+        batch_date=args.date, max_message_bytes=config.max_message_bytes, keep_truth=False,
+    )
+    print(f"generated {generated.messages:,} messages in {len(generated.files)} files under {inbox}")
+    landed = land_batch(lake, config.name, args.date)
+    print(f"landed batch {landed.batch_id}: {len(landed.files)} files, {landed.messages:,} lines "
+          f"-> {landed.raw_path}")
+    spark = build_session(f"foodtaster-demo-{config.name}")
+    try:
+        summary = run_batch(spark, BatchRun(config=config, input_path=landed.raw_path, lake=lake,
+                                            batch_id=landed.batch_id, batch_date=args.date))
+    finally:
+        spark.stop()
+    print(format_report(summary, config))
+    return 0

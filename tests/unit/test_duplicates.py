@@ -1,0 +1,46 @@
+"""Redeliveries are dropped and counted; conflicting copies are all quarantined."""
+
+from conftest import lines_frame
+from pyspark.sql import functions as F
+
+from contracts.orders import Orders
+from foodtaster.job import decide_outcomes, validate_lines
+from foodtaster.rules import read_contract
+
+CONTRACT = read_contract(Orders)
+BASE = ('{"message_id": "%s", "order_id": "o", "customer_id": "c", "amount": %s, "currency": "USD", '
+        '"status": "CREATED", "created_at": "2026-11-20T10:00:00Z", "items": 1}')
+
+
+def outcomes(spark, lines):
+    checked = validate_lines(lines_frame(spark, [line.encode() for line in lines]), CONTRACT, 1 << 20)
+    rows = decide_outcomes(checked, CONTRACT).orderBy("_row_id").collect()
+    return [(r._outcome, sorted(x.rule for x in r.reasons)) for r in rows]
+
+
+def test_identical_copies_keep_the_first_and_drop_the_rest(spark):
+    a = BASE % ("m1", 5)
+    assert outcomes(spark, [a, BASE % ("m2", 5), a, a]) == [
+        ("valid", []), ("valid", []), ("duplicate", []), ("duplicate", [])]
+
+
+def test_differing_copies_are_all_quarantined(spark):
+    got = outcomes(spark, [BASE % ("m1", 5), BASE % ("m1", 6), BASE % ("m1", 5)])
+    assert got == [("quarantined", ["message_id.conflicting_duplicate"])] * 3
+
+
+def test_an_invalid_redelivery_is_still_counted_once_in_quarantine(spark):
+    bad = BASE % ("m1", -1)
+    rule = ["amount.greater_than_or_equal_to(0)"]
+    assert outcomes(spark, [bad, bad]) == [("quarantined", rule), ("duplicate", rule)]
+
+
+def test_messages_without_a_key_are_never_duplicates(spark):
+    got = outcomes(spark, ['{"a": 1}', '{"a": 1}'])
+    assert [o for o, _ in got] == ["quarantined", "quarantined"]
+
+
+def test_outcome_column_is_the_split(spark):
+    checked = validate_lines(lines_frame(spark, [(BASE % ("m1", 5)).encode(), b"{"]), CONTRACT, 1 << 20)
+    counts = dict(decide_outcomes(checked, CONTRACT).groupBy("_outcome").agg(F.count("*")).collect())
+    assert counts == {"valid": 1, "quarantined": 1}

@@ -1,0 +1,66 @@
+"""The gate policy's thresholds and the registry's checks on pipeline.yaml."""
+
+import pytest
+
+from foodtaster.policy import decide
+from foodtaster.registry import RegistryError, get_dataset, load_registry
+
+ORDERS = get_dataset("orders")  # alert_rate 0.02, hold_rate 0.20
+
+
+def summary(rate, messages=100, gate_passed=True):
+    failed = [] if gate_passed else [{"expectation": "expect_column_median_to_be_between"}]
+    return {"quarantine_rate": rate, "messages": messages, "gate": {"passed": gate_passed, "failed": failed}}
+
+
+@pytest.mark.parametrize(
+    ("rate", "gate", "publish", "alert", "severity"),
+    [
+        (0.0, True, True, False, "ok"),
+        (0.0199, True, True, False, "ok"),
+        (0.02, True, True, True, "warning"),  # at alert_rate: alert
+        (0.1999, True, True, True, "warning"),
+        (0.20, True, False, True, "critical"),  # at hold_rate: hold
+        (0.0, False, False, True, "critical"),  # a failed batch gate holds
+    ],
+)
+def test_thresholds_are_inclusive(rate, gate, publish, alert, severity):
+    verdict = decide(summary(rate, gate_passed=gate), ORDERS)
+    assert (verdict.publish, verdict.alert, verdict.severity) == (publish, alert, severity)
+    assert bool(verdict.why) == alert
+
+
+def test_an_empty_batch_is_neither_published_nor_alerted():
+    verdict = decide(summary(0.0, messages=0, gate_passed=False), ORDERS)
+    assert (verdict.publish, verdict.alert) == (False, False)
+
+
+def test_registry_reads_defaults_and_overrides():
+    assert ORDERS.max_message_bytes == 1048576 and ORDERS.disable_after == 5
+    assert ORDERS.alerts.smtp_conn_id == "smtp_default" and ORDERS.alerts.email_to
+    assert ORDERS.load_contract().__name__ == "Orders" and ORDERS.suite_path().is_file()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("datasets: {Orders: {contract: a:b, expectation_suite: x}}", "must match"),
+        ("datasets: {o: {contract: a:b}}", "expectation_suite"),
+        ("datasets: {o: {contract: a:b, expectation_suite: x, alert_rate: 0.5, hold_rate: 0.1}}",
+         "alert_rate"),
+        ("datasets: {o: {contract: a:b, expectation_suite: x, colour: red}}", "unknown keys"),
+    ],
+)
+def test_registry_rejects_bad_entries_clearly(tmp_path, body, message):
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(body)
+    with pytest.raises(RegistryError, match=message):
+        load_registry(path)
+
+
+def test_unknown_dataset_and_unimportable_contract():
+    with pytest.raises(RegistryError, match="not in the registry"):
+        get_dataset("nope")
+    broken = ORDERS.__class__(name="x", contract="contracts.missing:X", expectation_suite="x")
+    with pytest.raises(RegistryError, match="cannot be imported"):
+        broken.load_contract()
