@@ -24,15 +24,27 @@ from foodtaster.registry import get_dataset, lake_root  # noqa: E402
 from foodtaster.spark import build_session  # noqa: E402
 
 
+def _checked(check):
+    """argparse shows an ArgumentTypeError's own words; a ValueError it would hide."""
+
+    def convert(value: str) -> str:
+        try:
+            return check(value)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from err
+
+    return convert
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--dataset", required=True, help="a dataset of pipeline.yaml")
     parser.add_argument("--input", required=True, help="a file or a folder of JSON-lines files (.gz allowed)")
-    parser.add_argument("--batch-id", required=True, type=check_batch_id)
+    parser.add_argument("--batch-id", required=True, type=_checked(check_batch_id))
     parser.add_argument("--lake", default=None, help="lake root (default: $FOODTASTER_LAKE or ./data/lake)")
-    parser.add_argument("--batch-date", type=check_date, default=date.today().isoformat())
+    parser.add_argument("--batch-date", type=_checked(check_date), default=date.today().isoformat())
     parser.add_argument("--master", default=None,
                         help="Spark master (default: spark-submit's, else local[*])")
     parser.add_argument("--no-publish", dest="publish", action="store_false",

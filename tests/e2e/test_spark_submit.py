@@ -1,0 +1,46 @@
+"""The entrypoint under real `spark-submit`: arguments in, partitions and summary out."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from foodtaster import sample
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_validate_batch_under_spark_submit(tmp_path):
+    spark_submit = shutil.which("spark-submit", path=str(Path(sys.executable).parent))
+    assert spark_submit, "pyspark ships spark-submit in the environment's bin"
+    kinds = [k for k in sample.POISON_KINDS if k != "oversized"]  # the dataset's limit is 1 MiB
+    generated = sample.generate_batch(tmp_path / "in", messages=300, seed=3, poison_rate=0.1, kinds=kinds)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(
+        [spark_submit, "--master", "local[2]", str(ROOT / "spark_jobs/validate_batch.py"),
+         "--dataset", "orders", "--input", str(tmp_path / "in"), "--batch-id", "s1",
+         "--batch-date", "2026-11-20", "--lake", str(tmp_path / "lake"), "--no-publish"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    summary = json.loads((tmp_path / "lake/reports/orders/s1/summary.json").read_text())
+    assert printed["messages"] == summary["messages"] == generated.messages == 300
+    assert summary["valid"] == generated.counts()["valid"]
+    assert printed["published"] is False  # --no-publish: staged for the pipeline's gate
+    assert (tmp_path / "lake/valid/orders/_staging/batch_date=2026-11-20/batch_id=s1").is_dir()
+    assert not (tmp_path / "lake/valid/orders/batch_date=2026-11-20").exists()
+
+
+def test_bad_arguments_fail_clearly(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "spark_jobs/validate_batch.py"), "--dataset", "orders",
+         "--input", str(tmp_path), "--batch-id", "../escape"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2 and "batch id" in done.stderr
