@@ -14,11 +14,12 @@ from pyspark.sql import functions as F
 from foodtaster.reasons import reason_when
 
 
-def mark_duplicates(rows: DataFrame, key: str) -> DataFrame:
-    """Add `_redelivery` (true for a copy to drop) and `_conflict` (a reason or null)."""
+def repeated_keys(rows: DataFrame, key: str) -> DataFrame:
+    """One row a key that occurs more than once: how many copies, how many distinct
+    byte contents, and the first copy's row id. As small as the duplicates are."""
     keyed = rows.where(F.col(key).isNotNull())
     repeated = keyed.groupBy(key).count().where(F.col("count") > 1).select(key)
-    copies = (
+    return (
         keyed.join(repeated, key, "left_semi")
         .groupBy(key)
         .agg(
@@ -27,7 +28,15 @@ def mark_duplicates(rows: DataFrame, key: str) -> DataFrame:
             F.min("_row_id").alias("_first_copy"),
         )
     )
-    marked = rows.join(copies, key, "left")
+
+
+def mark_duplicates(rows: DataFrame, key: str, repeated: DataFrame | None = None) -> DataFrame:
+    """Add `_redelivery` (true for a copy to drop) and `_conflict` (its reasons: none or one).
+
+    Pass `repeated` (from `repeated_keys`, persisted) to reuse it across several actions.
+    """
+    repeated = repeated_keys(rows, key) if repeated is None else repeated
+    marked = rows.join(repeated, key, "left")
     redelivery = (F.col("_variants") == 1) & (F.col("_row_id") != F.col("_first_copy"))
     conflict: Column = reason_when(
         F.col("_variants") > 1, "contract", f"{key}.conflicting_duplicate",

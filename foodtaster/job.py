@@ -14,10 +14,10 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType, TimestampType
+from pyspark.sql.types import LongType, TimestampType
 
 from foodtaster import ingest, layers, rules
-from foodtaster.duplicates import mark_duplicates
+from foodtaster.duplicates import mark_duplicates, repeated_keys
 from foodtaster.lake import Lake, exists, read_json, remove_dir, write_json
 from foodtaster.logs import batch_logger
 from foodtaster.policy import decide
@@ -38,30 +38,34 @@ def validate_lines(lines: DataFrame, contract: rules.Contract, max_message_bytes
     fields that could be parsed are kept either way.
     """
     parsed = layers.parse(lines, max_message_bytes)
-    typed = rules.field_columns(contract)
-    contract_reasons = collect(rules.field_checks(contract))
     keep = [c for c in parsed.columns if c not in ("_text", layers.WRAPPED, "_reasons")]
-    return parsed.select(
+    contract_reasons = collect(rules.field_checks(contract))
+    return rules.with_fields(parsed, contract).select(
         *keep,
-        *[typed[field.name].alias(field.name) for field in contract.fields],
+        *rules.field_outputs(contract),
         F.when(F.size("_reasons") > 0, F.col("_reasons")).otherwise(contract_reasons).alias("_reasons"),
     )
 
 
-def decide_outcomes(checked: DataFrame, contract: rules.Contract) -> DataFrame:
-    """Add `reasons` (with conflicting duplicates) and `_outcome`: valid, quarantined or duplicate."""
+def unique_key(contract: rules.Contract) -> str | None:
     keys = contract.unique_fields
     if len(keys) > 1:
         raise rules.ContractError(f"{contract.name}: one unique field is supported, got {keys}")
-    if keys:
-        marked = mark_duplicates(checked, keys[0])
+    return keys[0] if keys else None
+
+
+def decide_outcomes(
+    checked: DataFrame, contract: rules.Contract, repeated: DataFrame | None = None
+) -> DataFrame:
+    """Add `reasons` (with conflicting duplicates) and `_outcome`: valid, quarantined or duplicate."""
+    key = unique_key(contract)
+    if key:
+        marked = mark_duplicates(checked, key, repeated)
     else:
         marked = checked.withColumn("_redelivery", F.lit(False)).withColumn(
-            "_conflict", F.lit(None).cast(REASONS.elementType)
+            "_conflict", F.array().cast(REASONS)
         )
-    reasons = F.when(F.col("_conflict").isNull(), F.col("_reasons")).otherwise(
-        F.concat(F.col("_reasons"), F.array("_conflict"))
-    )
+    reasons = F.concat(F.col("_reasons"), F.col("_conflict"))
     outcome = (
         F.when(F.col("_redelivery"), DUPLICATE)
         .when(F.size(reasons) > 0, QUARANTINED)
@@ -84,10 +88,10 @@ def quarantine_rows(rows: DataFrame, contract: rules.Contract) -> DataFrame:
 
 def unreadable_rows(files: DataFrame, batch_id: str, ingested_at: datetime) -> DataFrame:
     """Files the landing could not read (`path`, `content`, `reason`): one quarantine row each."""
-    reason = reason_when(F.lit(True), "bytes", "file.unreadable", F.col("reason"))
+    reasons = reason_when(F.lit(True), "bytes", "file.unreadable", F.col("reason"))
     return files.select(
         F.col("content").alias("_raw"),
-        F.array(reason).cast(REASONS).alias("reasons"),
+        reasons.alias("reasons"),
         F.lit(batch_id).alias("_batch_id"),
         F.col("path").alias("_source_file"),
         F.lit(None).cast(LongType()).alias("_line_number"),
@@ -132,23 +136,18 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     checked = validate_lines(lines, contract, config.max_message_bytes).persist(
         StorageLevel.MEMORY_AND_DISK
     )
-    split_rows = ingest.split_offsets(checked).collect()  # one row a file split
-    offsets = spark.createDataFrame(
-        [(r._source_file, r._split_start, r._first_row_id, r._lines_before) for r in split_rows],
-        StructType([
-            StructField("_source_file", checked.schema["_source_file"].dataType),
-            StructField("_split_start", LongType()), StructField("_first_row_id", LongType()),
-            StructField("_lines_before", LongType()),
-        ]),
-    )
+    offsets = ingest.split_offsets(checked).persist()  # one row a file split
+    offsets.count()  # reads and validates the batch once, into the cache
     ingested_at = _ingested_at(manifest, checked)
     timings["read_validate_s"] = time.perf_counter() - started
 
-    rows = ingest.with_line_numbers(decide_outcomes(checked, contract), offsets).select(
+    key = unique_key(contract)
+    repeated = repeated_keys(checked, key).persist() if key else None  # small; reused by each action
+    rows = ingest.with_line_numbers(decide_outcomes(checked, contract, repeated), offsets).select(
         "*", F.lit(run.batch_id).alias("_batch_id"),
         F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
     )
-    valid = valid_rows(rows, contract)
+    valid = valid_rows(rows, contract).persist()  # written, then read by the batch gate
     quarantine = quarantine_rows(rows, contract)
     unreadable = (manifest or {}).get("unreadable", [])
     if unreadable:
@@ -200,7 +199,9 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     else:
         gate = {"suite": None, "passed": True, "skipped": True, "failed": [], "results": []}
     timings["gate_s"] = time.perf_counter() - mark
-    checked.unpersist()
+    for cached in (checked, offsets, valid, repeated):
+        if cached is not None:
+            cached.unpersist()
 
     summary: dict[str, Any] = {
         "dataset": config.name, "batch_id": run.batch_id, "batch_date": run.batch_date,

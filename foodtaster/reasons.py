@@ -34,6 +34,19 @@ def _text(value: Column | str | None) -> Column:
     return F.lit(value) if isinstance(value, str) else value.cast("string")
 
 
+def _record(layer: str, rule: str, message: Column | str, column: str | None, value: Column | None) -> Column:
+    if layer not in LAYERS:
+        raise ValueError(f"unknown layer {layer!r}; one of {LAYERS}")
+    cut = None if value is None else F.substring(value.cast("string"), 1, VALUE_MAX_CHARS)
+    return F.struct(
+        F.lit(layer).alias("layer"),
+        F.lit(rule).alias("rule"),
+        F.lit(column).cast("string").alias("column"),
+        _text(message).alias("message"),
+        _text(cut).alias("value"),
+    )
+
+
 def reason_when(
     failed: Column,
     layer: str,
@@ -42,23 +55,20 @@ def reason_when(
     column: str | None = None,
     value: Column | None = None,
 ) -> Column:
-    """A reason struct where `failed` is true, else null (a null `failed` counts as passed)."""
-    if layer not in LAYERS:
-        raise ValueError(f"unknown layer {layer!r}; one of {LAYERS}")
-    cut = None if value is None else F.substring(value.cast("string"), 1, VALUE_MAX_CHARS)
-    record = F.struct(
-        F.lit(layer).alias("layer"),
-        F.lit(rule).alias("rule"),
-        F.lit(column).cast("string").alias("column"),
-        _text(message).alias("message"),
-        _text(cut).alias("value"),
-    )
-    return F.when(F.coalesce(failed, F.lit(False)), record)
+    """A one-reason array where `failed` is true, else an empty one (a null `failed` passes).
+
+    Arrays, not nullable structs, so that `collect` is a plain `concat`: Spark generates code
+    for it, where filtering nulls out with a lambda would run every check interpreted.
+    """
+    record = _record(layer, rule, message, column, value)
+    return F.when(F.coalesce(failed, F.lit(False)), F.array(record)).otherwise(
+        F.array().cast(REASONS)
+    ).cast(REASONS)
 
 
 def collect(checks: Iterable[Column]) -> Column:
-    """The non-null reasons of a list of checks, as one array column."""
+    """The reasons of a list of checks, as one array column."""
     checks = list(checks)
     if not checks:
         return F.array().cast(REASONS)
-    return F.filter(F.array(*checks), lambda r: r.isNotNull()).cast(REASONS)
+    return F.concat(*checks).cast(REASONS)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandera.pandas as pa
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
@@ -232,25 +232,57 @@ def read_contract(model: type[pa.DataFrameModel]) -> Contract:
     return Contract(name=model.__name__, fields=tuple(fields), frame_checks=frame_checks)
 
 
-def field_columns(contract: Contract, json_col: str = "_json") -> dict[str, Column]:
-    """The typed value of each field, null unless present with the right JSON type."""
-    columns = {}
+def _v(name: str) -> Column:
+    return F.col(f"_v_{name}")
+
+
+def _k(name: str) -> Column:
+    return F.col(f"_k_{name}")
+
+
+def _t(name: str) -> Column:
+    return F.col(f"_t_{name}")
+
+
+def with_fields(parsed: DataFrame, contract: Contract, json_col: str = "_json") -> DataFrame:
+    """Add, once a field: `_v_<f>` (its JSON value as VARIANT, null when missing), `_k_<f>`
+    (its VARIANT kind) and `_t_<f>` (its value as the field's JSON type, null unless it has it).
+
+    Each is its own projection so Spark evaluates it once per row, not once per rule using it.
+    """
+    fields = contract.fields
+    with_values = parsed.select(
+        "*", *[F.variant_get(F.col(json_col), f"$[0].{f.name}", "variant").alias(f"_v_{f.name}")
+               for f in fields]
+    )
+    with_kinds = with_values.select("*", *[F.schema_of_variant(_v(f.name)).alias(f"_k_{f.name}")
+                                           for f in fields])
+    return with_kinds.select(
+        "*",
+        *[F.when(f.json_type.matches(_k(f.name)),
+                 F.variant_get(_v(f.name), "$", f.json_type.spark_type.simpleString())).alias(f"_t_{f.name}")
+          for f in fields],
+    )
+
+
+def field_outputs(contract: Contract) -> list[Column]:
+    """The typed fields as written: JSON-typed values, timestamps for `iso_timestamp` fields.
+    Reads the columns of `with_fields`."""
+    outputs = []
     for rule in contract.fields:
-        raw = F.variant_get(F.col(json_col), f"$[0].{rule.name}", "variant")
-        kind = F.schema_of_variant(raw)
-        typed = F.variant_get(raw, "$", rule.json_type.spark_type.simpleString())
+        value = _t(rule.name)
         if isinstance(rule.output_type, TimestampType):
-            typed = typed.try_cast("timestamp")
-        columns[rule.name] = F.when(rule.json_type.matches(kind), typed)
-    return columns
+            value = value.try_cast("timestamp")
+        outputs.append(value.alias(rule.name))
+    return outputs
 
 
-def field_checks(contract: Contract, json_col: str = "_json") -> list[Column]:
-    """Every row-level rule of the contract as a reason column (uniqueness is the dedup step's)."""
+def field_checks(contract: Contract) -> list[Column]:
+    """Every row-level rule of the contract as a reason column (uniqueness is the dedup step's).
+    Reads the columns of `with_fields`."""
     checks: list[Column] = []
     for rule in contract.fields:
-        raw = F.variant_get(F.col(json_col), f"$[0].{rule.name}", "variant")
-        kind = F.schema_of_variant(raw)
+        raw, kind, value = _v(rule.name), _k(rule.name), _t(rule.name)
         present, is_null = raw.isNotNull(), F.is_variant_null(raw)
         checks.append(
             reason_when(
@@ -264,15 +296,14 @@ def field_checks(contract: Contract, json_col: str = "_json") -> list[Column]:
                 f"{rule.name}.not_nullable", f"{rule.name} must not be null", column=rule.name,
             )
         )
-        type_ok = rule.json_type.matches(kind)
         checks.append(
             reason_when(
-                present & ~is_null & ~type_ok, "contract", f"{rule.name}.type({rule.json_type.name})",
+                present & ~is_null & ~rule.json_type.matches(kind), "contract",
+                f"{rule.name}.type({rule.json_type.name})",
                 F.concat(F.lit(f"{rule.name} must be a JSON {rule.json_type.name}, got "), json_kind(kind)),
                 column=rule.name, value=F.to_json(raw),
             )
         )
-        value = F.when(type_ok, F.variant_get(raw, "$", rule.json_type.spark_type.simpleString()))
         for check_name, statistics in rule.checks:
             passes, message = COLUMN_CHECKS[check_name](value, statistics)
             checks.append(
@@ -282,7 +313,7 @@ def field_checks(contract: Contract, json_col: str = "_json") -> list[Column]:
                     column=rule.name, value=value,
                 )
             )
-    checks.extend(_frame_checks(contract, json_col))
+    checks.extend(_frame_checks(contract))
     return checks
 
 
@@ -292,9 +323,9 @@ def frame_rule_id(s: dict[str, Any]) -> str:
     return f"{s['then_column']}.{s['then_check']}({_render(s['then_value'])}).when({condition})"
 
 
-def _frame_checks(contract: Contract, json_col: str) -> list[Column]:
+def _frame_checks(contract: Contract) -> list[Column]:
     """Cross-field checks; a comparison with a missing or wrongly typed value fails, as in pandas."""
-    typed = field_columns(contract, json_col)
+    typed = {f.name: _t(f.name) for f in contract.fields}
     checks = []
     for _, s in contract.frame_checks:
         applies = F.coalesce(typed[s["if_column"]].isin(*s["if_in"]), F.lit(False))
