@@ -25,17 +25,21 @@ def build_session(
         )
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
+    # Under spark-submit the JVM (and its --master, --conf) exists before Python does;
+    # Python's SparkConf sees those settings only through that gateway.
+    submitted = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
     if master:
         builder = builder.master(master)
-    elif not SparkConf().contains("spark.master"):
+    elif not (submitted or SparkConf().contains("spark.master")):
         builder = builder.master("local[*]")
     builder = (
         builder.config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.adaptive.enabled", "true")
-        .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.sources.partitionOverwriteMode", "static")
         .config("spark.ui.showConsoleProgress", "false")
     )
+    if not submitted:  # a --conf given to spark-submit wins
+        builder = builder.config("spark.sql.shuffle.partitions", "8")
     if test_mode:
         builder = builder.config("spark.ui.enabled", "false").config(
             "spark.sql.shuffle.partitions", "2"
