@@ -1,0 +1,165 @@
+"""`make demo` and `make airflow`: the pipeline on this machine, Airflow on SQLite in ./.airflow.
+
+    python -m foodtaster_airflow.demo           # two runs with `airflow dags test`, then a report
+    python -m foodtaster_airflow.demo airflow   # `airflow standalone` with the UI
+
+The demo drops two generated orders batches into the inbox of the lake (FOODTASTER_LAKE,
+default ./data/lake): a clean day and a poisoned one, runs the DAG for each date and
+prints what happened: published or held, counts, top reasons, where the alert went.
+Running it again reuses the same batches (landing never takes a file twice).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from foodtaster.lake import Lake, exists, read_json
+from foodtaster.registry import PROJECT_ROOT, lake_root
+from foodtaster_airflow.localenv import ADMIN_USER, LocalAirflow, postgres_database
+
+AIRFLOW_HOME = PROJECT_ROOT / ".airflow"
+DATASET = "orders"
+DAG_ID = f"foodtaster_{DATASET}"
+DEMO_BATCHES = (
+    # (date, what it shows, generator arguments)
+    ("2026-11-20", "a clean day (a few poison messages, under alert_rate)",
+     {"poison_rate": 0.01, "kinds": ["truncated_json", "unknown_enum", "bad_timestamp"],
+      "seed": 20}),
+    ("2026-11-21", "a poisoned day (every poison kind, over hold_rate)",
+     {"poison_rate": 0.30, "seed": 21}),
+)
+MESSAGES = 500
+STANDALONE_DATABASE = "foodtaster_airflow"
+
+
+def local_airflow(port: int = 8080, db_url: str | None = None) -> LocalAirflow:
+    return LocalAirflow(home=AIRFLOW_HOME, lake=lake_root(), api_port=port, db_url=db_url)
+
+
+def standalone_database() -> str | None:
+    """The local PostgreSQL's `foodtaster_airflow` database when it can be reached: Airflow
+    refuses backfills on SQLite while its scheduler runs. Else None (SQLite)."""
+    try:
+        return postgres_database(STANDALONE_DATABASE)
+    except Exception as err:  # noqa: BLE001 - any failure means: fall back to SQLite
+        print(f"PostgreSQL not reachable ({str(err).strip()}): using SQLite; runs work, "
+              "backfills may be refused with 'Database is locked'.")
+        return None
+
+
+def drop_batches(lake: Lake) -> None:
+    from foodtaster.sample import generate_batch
+
+    for date, what, mix in DEMO_BATCHES:
+        inbox = lake.inbox(DATASET, date)
+        batch = generate_batch(inbox, messages=MESSAGES, batch_date=date, files=3, gzip_files=1,
+                               **mix)
+        print(f"  inbox {inbox}: {batch.messages} messages, {what}")
+
+
+def outcome(lake: Lake, date: str, run: dict[str, Any]) -> list[str]:
+    """What an operator wants to know about a run, from the run and the lake."""
+    from foodtaster import ledger
+    from foodtaster.landing import batch_id_for
+
+    batch_id = batch_id_for(date)
+    entries = [e for e in ledger.batch_entries(lake, DATASET) if e["batch_id"] == batch_id]
+    lines = [f"run {run['run_id']}: {run['state'].upper()}  "
+             + " ".join(f"{task}={state}" for task, state in run["tasks"].items())]
+    if not entries:
+        return [*lines, "  no ledger entry: see the log"]
+    entry = entries[-1]
+    lines.append(
+        f"  batch {batch_id}: {entry['verdict'].upper()} ({entry['severity']}) - "
+        f"{entry['messages']} messages, {entry['valid']} valid, {entry['quarantined']} "
+        f"quarantined, {entry['duplicates_dropped']} duplicates dropped, "
+        f"quarantine rate {entry['quarantine_rate']:.2%}"
+    )
+    for why in entry.get("why") or []:
+        lines.append(f"  why: {why}")
+    reasons = entry.get("top_reasons") or []
+    if reasons:
+        lines.append("  top reasons: " + ", ".join(f"{rule} ({count})" for rule, count in reasons))
+    valid = lake.valid(DATASET, date, batch_id)
+    lines.append(f"  valid rows:  {valid if exists(valid) else '(not published)'}")
+    lines.append(f"  quarantine:  {lake.quarantine(DATASET, date, batch_id)}")
+    summary = lake.summary(DATASET, batch_id)
+    if exists(summary):
+        docs = (read_json(summary).get("paths") or {}).get("data_docs")
+        lines.append(f"  report:      {summary}" + (f" (Data Docs: {docs})" if docs else ""))
+    if entry.get("alert_file"):
+        lines.append(f"  alert:       {entry['alert_file']} (no SMTP/Slack connection: file only)")
+    else:
+        lines.append("  alert:       none (under alert_rate)")
+    return lines
+
+
+def demo() -> int:
+    started = time.perf_counter()
+    af = local_airflow()
+    lake = Lake(af.lake)
+    print(f"Airflow home {af.home} (SQLite), lake {lake.root}")
+    af.migrate()
+    print("Sample batches:")
+    drop_batches(lake)
+    logs = af.home / "demo-logs"
+    logs.mkdir(exist_ok=True)
+    failed = 0
+    for date, what, _mix in DEMO_BATCHES:
+        log = logs / f"{DAG_ID}-{date}.log"
+        log.write_text("")
+        print(f"\nairflow dags test {DAG_ID} {date}   ({what}; log: {log})", flush=True)
+        run_started = time.perf_counter()
+        run = af.dags_test(DAG_ID, date, log=log)
+        print("\n".join(outcome(lake, date, run)))
+        print(f"  took {time.perf_counter() - run_started:.0f}s")
+        failed += run["state"] != "success"
+    print(f"\nDone in {time.perf_counter() - started:.0f}s. The UI: make airflow")
+    return 1 if failed else 0
+
+
+def standalone(port: int) -> int:
+    """`airflow standalone` in the foreground, with this repo's DAGs and lake."""
+    af = local_airflow(port, standalone_database())
+    af.migrate()
+    database = af.db_url or "SQLite in the home folder"
+    print(
+        f"\nAirflow UI: {af.base_url}   log in as {ADMIN_USER} / {af.password}\n"
+        f"DAGs from {PROJECT_ROOT / 'dags'}, lake {af.lake}, home {af.home},\n"
+        f"metadata DB {database}.\n"
+        "Trigger a run: the DAG's Trigger button (params: batch_date, batch_id).\n"
+        "Backfill: the Trigger button's 'Backfill' tab, or the REST API:\n"
+        f"  TOKEN=$(curl -s -X POST {af.base_url}/auth/token -H 'Content-Type: "
+        f"application/json' -d '{{\"username\": \"{ADMIN_USER}\", \"password\": "
+        f"\"{af.password}\"}}' | python3 -c 'import json,sys; "
+        "print(json.load(sys.stdin)[\"access_token\"])')\n"
+        f"  curl -X POST {af.base_url}/api/v2/backfills -H \"Authorization: Bearer $TOKEN\" "
+        "-H 'Content-Type: application/json' \\\n"
+        f"    -d '{{\"dag_id\": \"{DAG_ID}\", \"from_date\": \"2026-11-20T00:00:00Z\", "
+        "\"to_date\": \"2026-11-22T00:00:00Z\"}'\n"
+        "Stop with Ctrl-C.\n",
+        flush=True,
+    )
+    env = af.env()
+    airflow = str(Path(sys.executable).parent / "airflow")
+    os.execve(airflow, [airflow, "standalone"], env)
+    return 0  # not reached
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="foodtaster_airflow.demo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", nargs="?", choices=("demo", "airflow"), default="demo")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("AIRFLOW_PORT", 8080)),
+                        help="the UI's port for `airflow` (default 8080, or AIRFLOW_PORT)")
+    args = parser.parse_args(argv)
+    return standalone(args.port) if args.command == "airflow" else demo()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""The DAG factory: one DAG a dataset of the registry, `foodtaster_<dataset>`.
+
+Per run (one data interval, the inbox folder `dt=<date>` of its start):
+
+    land -> has_messages -> validate -> gate -> publish ----> ledger
+                                              \\-> alert ----/
+
+- land copies the interval's new inbox files to the raw partition (or, with the
+  `batch_id` param, finds an already landed batch to reprocess);
+- has_messages ends an empty landing there: nothing downstream but the ledger;
+- validate is the Spark job (`spark_default`), retried with backoff: it fails only
+  on infrastructure, never on poison data;
+- gate reads the batch summary and applies `foodtaster.policy.decide`;
+- publish makes the staged valid rows visible and emits the dataset's Asset event;
+- alert runs only when the verdict says so; ledger records the batch and pauses the
+  DAG after `disable_after` held batches in a row.
+
+Parsing reads only pipeline.yaml: no Spark, pandera or Great Expectations import,
+no connection, Variable or network at parse time.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pendulum
+from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRule, task
+
+from foodtaster.registry import PROJECT_ROOT, DatasetConfig, load_registry
+from foodtaster_airflow import steps
+from foodtaster_airflow.spark_submit import ValidateBatchOperator
+
+VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
+TASK_IDS = ("land", "has_messages", "validate", "gate", "publish", "alert", "ledger")
+DEFAULT_ARGS = {
+    "owner": "foodtaster",
+    "retries": 1,  # a lake hiccup; every step can run again safely
+    "retry_delay": timedelta(seconds=30),
+}
+VALIDATE_RETRIES = {
+    "retries": 3,
+    "retry_delay": timedelta(seconds=30),
+    "retry_exponential_backoff": 2.0,
+    "max_retry_delay": timedelta(minutes=10),
+}
+
+
+def dag_id_for(dataset: str) -> str:
+    return f"foodtaster_{dataset}"
+
+
+def valid_asset(dataset: str) -> Asset:
+    """The dataset's published valid data: downstream DAGs schedule on it."""
+    return Asset(
+        name=f"foodtaster_{dataset}_valid",
+        uri=f"foodtaster://valid/{dataset}",
+        group="foodtaster",
+    )
+
+
+def _schedule(config: DatasetConfig):
+    if not config.schedule:
+        return None
+    # Data intervals, not trigger times: the run of 2026-11-20 covers that day and runs
+    # after it ends, so it lands `dt=2026-11-20`, as do `dags test <dag> 2026-11-20` and
+    # a backfill from that date.
+    return CronDataIntervalTimetable(config.schedule, timezone="UTC")
+
+
+def _doc_md(config: DatasetConfig) -> str:
+    return (
+        f"# Foodtaster: `{config.name}`\n\n"
+        f"{config.description}\n\n"
+        f"Lands `inbox/{config.name}/dt=<date>/` of each data interval, validates every "
+        f"message against `{config.contract}` and the batch against "
+        f"`{config.expectation_suite}`, then publishes or holds the batch.\n\n"
+        f"| threshold | value |\n|---|---|\n"
+        f"| alert at quarantine rate | {config.alert_rate:.2%} |\n"
+        f"| hold at quarantine rate | {config.hold_rate:.2%} |\n"
+        f"| pause after held batches in a row | {config.disable_after} |\n\n"
+        "**Rerun**: clear a run, or backfill a date range (UI, `airflow backfill create`, "
+        "`POST /api/v2/backfills`). **Reprocess one batch**: trigger with the `batch_id` "
+        "param. **Paused by itself?** The dataset was held "
+        f"{config.disable_after} times in a row: fix the producer, then unpause the DAG.\n"
+    )
+
+
+def build_dag(config: DatasetConfig) -> DAG:
+    """The DAG of one dataset. Task bodies live in `foodtaster_airflow.steps`."""
+    dataset = config.name
+    asset = valid_asset(dataset)
+    with DAG(
+        dag_id=dag_id_for(dataset),
+        description=config.description or f"Foodtaster pipeline of {dataset}",
+        doc_md=_doc_md(config),
+        schedule=_schedule(config),
+        start_date=pendulum.parse(config.start_date, tz="UTC"),
+        catchup=False,
+        default_args=DEFAULT_ARGS,
+        tags=["foodtaster", dataset],
+        params={
+            "batch_id": Param(
+                None,
+                type=["null", "string"],
+                title="Batch id to reprocess",
+                description=(
+                    "Reprocess one landed batch (its raw partition) instead of landing the "
+                    "interval's new inbox files. Empty: land the run's date."
+                ),
+            ),
+            "batch_date": Param(
+                None,
+                type=["null", "string"],
+                format="date",
+                title="Inbox date",
+                description=(
+                    "Land `inbox/<dataset>/dt=<date>/` of this date. Empty: the run's data "
+                    "interval (for a date range, create a backfill)."
+                ),
+            ),
+        },
+    ) as dag:
+
+        @task(task_id="land")
+        def land(**context) -> dict:
+            params = context["params"]
+            date, hour = steps.run_interval(context, params, config.schedule)
+            return steps.land(dataset, date, hour, params.get("batch_id"))
+
+        @task.short_circuit(task_id="has_messages", ignore_downstream_trigger_rules=False)
+        def has_messages(landed: dict) -> bool:
+            return steps.has_messages(landed)
+
+        @task(task_id="gate")
+        def gate(landed: dict) -> dict:
+            return steps.gate(dataset, landed)
+
+        @task(task_id="publish", outlets=[asset])
+        def publish(decision: dict, **context) -> dict:
+            return steps.publish(dataset, decision, context["outlet_events"][asset])
+
+        @task(task_id="alert", retries=2, retry_delay=timedelta(seconds=20))
+        def alert(decision: dict) -> dict:
+            return steps.alert(dataset, decision)
+
+        @task(task_id="ledger", trigger_rule=TriggerRule.NONE_FAILED)
+        def ledger(landed: dict, **context) -> dict:
+            ti = context["ti"]
+            return steps.ledger(
+                dataset,
+                landed,
+                decision=ti.xcom_pull(task_ids="gate"),
+                published=ti.xcom_pull(task_ids="publish"),
+                alerted=ti.xcom_pull(task_ids="alert"),
+                dag_id=dag.dag_id,
+                run_id=context["run_id"],
+            )
+
+        landed = land()
+        gate_open = has_messages(landed)
+        validate = ValidateBatchOperator(
+            task_id="validate",
+            application=str(VALIDATE_JOB),
+            dataset=dataset,
+            **VALIDATE_RETRIES,
+        )
+        decision = gate(landed)
+        published = publish(decision)
+        alerted = alert(decision)
+        recorded = ledger(landed)
+
+        gate_open >> validate >> decision
+        [published, alerted] >> recorded
+    return dag
+
+
+def build_dags(registry: str | Path | None = None) -> dict[str, DAG]:
+    """Every dataset's DAG by dag id."""
+    return {dag_id_for(name): build_dag(config) for name, config in load_registry(registry).items()}

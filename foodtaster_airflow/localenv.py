@@ -1,0 +1,257 @@
+"""A self-contained local Airflow for `make demo`, `make airflow` and the end-to-end tests.
+
+Everything lives in one folder (AIRFLOW_HOME: config, SQLite DB unless a database URL
+is given, logs, the simple auth manager's password file); nothing is read from or
+written to ~/airflow. Servers run in their own process group, so stopping them stops
+every child (api-server workers, scheduler, dag-processor, triggerer, spark-submit).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from foodtaster.registry import PROJECT_ROOT
+
+VENV_BIN = Path(sys.executable).parent
+ADMIN_USER = "admin"
+LOCAL_SPARK = {"conn_type": "spark", "host": "local[2]"}
+SMALL_SPARK_CONF = ("spark.sql.shuffle.partitions=2,spark.ui.enabled=false,"
+                    "spark.ui.showConsoleProgress=false")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def connection_value(value: str | dict[str, Any]) -> str:
+    """An AIRFLOW_CONN_* value: a URI as is, a dict as Airflow's JSON form."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+@dataclass
+class LocalAirflow:
+    home: Path
+    lake: str
+    registry: Path = PROJECT_ROOT / "pipeline.yaml"
+    db_url: str | None = None  # default: SQLite in home
+    api_port: int = 8080
+    password: str = "admin"
+    connections: dict[str, str | dict[str, Any]] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.home = Path(self.home).resolve()
+        self.home.mkdir(parents=True, exist_ok=True)
+        secret_file = self.home / "jwt_secret"
+        if not secret_file.exists():
+            secret_file.write_text(secrets.token_hex(32))
+        passwords = self.home / "passwords.json"
+        passwords.write_text(json.dumps({ADMIN_USER: self.password}) + "\n")
+
+    @property
+    def base_url(self) -> str:
+        return f"http://localhost:{self.api_port}"
+
+    def env(self) -> dict[str, str]:
+        conns = {"spark_default": LOCAL_SPARK, **self.connections}
+        env = {
+            **os.environ,
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "AIRFLOW_HOME": str(self.home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_ROOT / "dags"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base_url}/execution/",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
+            "AIRFLOW__API__PORT": str(self.api_port),
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__BASE_URL": self.base_url,
+            "AIRFLOW__API_AUTH__JWT_SECRET": (self.home / "jwt_secret").read_text().strip(),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.db_url
+            or f"sqlite:///{self.home / 'airflow.db'}",
+            "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+            "PYTHONWARNINGS": "ignore::UserWarning",
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "FOODTASTER_LAKE": str(self.lake),
+            "FOODTASTER_REGISTRY": str(self.registry),
+            "FOODTASTER_SPARK_CONF": SMALL_SPARK_CONF,
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "AIRFLOW_CONN_AIRFLOW_API": f"http://{ADMIN_USER}:{self.password}@localhost:"
+            f"{self.api_port}",
+            **{f"AIRFLOW_CONN_{conn_id.upper()}": connection_value(value)
+               for conn_id, value in conns.items()},
+            **self.extra_env,
+        }
+        env.pop("AIRFLOW_CONFIG", None)
+        return env
+
+    def airflow(self, *args: str, timeout: float = 600, check: bool = True,
+                log: Path | None = None) -> subprocess.CompletedProcess:
+        """Run an `airflow` CLI command in this home; its output goes to `log` if given."""
+        command = [str(VENV_BIN / "airflow"), *args]
+        if log is None:
+            done = subprocess.run(command, env=self.env(), capture_output=True, text=True,
+                                  timeout=timeout, cwd=PROJECT_ROOT)
+        else:
+            with open(log, "a") as sink:
+                done = subprocess.run(command, env=self.env(), stdout=sink,
+                                      stderr=subprocess.STDOUT, text=True, timeout=timeout,
+                                      cwd=PROJECT_ROOT)
+        if check and done.returncode != 0:
+            where = f"see {log}" if log else (done.stderr or done.stdout)[-3000:]
+            raise RuntimeError(f"airflow {' '.join(args)} exited {done.returncode}: {where}")
+        return done
+
+    def migrate(self) -> None:
+        self.airflow("db", "migrate", timeout=600)
+
+    def dags_test(self, dag_id: str, date: str, conf: dict[str, Any] | None = None,
+                  log: Path | None = None) -> dict[str, Any]:
+        """`airflow dags test` (which never fails on a failed task), then the run's real
+        state and its tasks' states from the metadata DB."""
+        args = ["dags", "test", dag_id, date]
+        if conf:
+            args += ["-c", json.dumps(conf)]
+        self.airflow(*args, timeout=900, log=log)
+        return self.run_of(dag_id, date)
+
+    def run_of(self, dag_id: str, date: str) -> dict[str, Any]:
+        runs = json_output(self.airflow("dags", "list-runs", dag_id, "-o", "json").stdout)
+        mine = [run for run in runs if str(run.get("logical_date", "")).startswith(date)]
+        if not mine:
+            raise RuntimeError(f"no run of {dag_id} for {date}: {runs}")
+        run = max(mine, key=lambda r: str(r.get("start_date") or ""))
+        states = json_output(self.airflow(
+            "tasks", "states-for-dag-run", dag_id, run["run_id"], "-o", "json"
+        ).stdout)
+        run["tasks"] = {ti["task_id"]: ti["state"] for ti in states}
+        return run
+
+    def start_standalone(self, log: Path) -> subprocess.Popen:
+        """`airflow standalone` (api-server, scheduler, dag-processor, triggerer) in its own
+        process group; stop it with `stop_group`."""
+        return start_group([str(VENV_BIN / "airflow"), "standalone"], self.env(), log)
+
+
+def postgres_settings() -> dict[str, Any]:
+    """Where a local PostgreSQL is: FOODTASTER_PG{HOST,PORT,USER}, default 127.0.0.1:5432 postgres."""
+    return {"host": os.environ.get("FOODTASTER_PGHOST", "127.0.0.1"),
+            "port": int(os.environ.get("FOODTASTER_PGPORT", "5432")),
+            "user": os.environ.get("FOODTASTER_PGUSER", "postgres")}
+
+
+def postgres_database(name: str, *, fresh: bool = False) -> str:
+    """Create database `name` on the local PostgreSQL if missing (or anew, with `fresh`);
+    returns its SQLAlchemy URL. Raises psycopg2.OperationalError when unreachable."""
+    import psycopg2
+
+    pg = postgres_settings()
+    conn = psycopg2.connect(dbname="postgres", connect_timeout=5, **pg)
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            if fresh:
+                cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+            if cur.fetchone() is None:
+                cur.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        conn.close()
+    return f"postgresql+psycopg2://{pg['user']}@{pg['host']}:{pg['port']}/{name}"
+
+
+def drop_postgres_database(name: str) -> None:
+    import psycopg2
+
+    conn = psycopg2.connect(dbname="postgres", connect_timeout=5, **postgres_settings())
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        conn.close()
+
+
+def json_output(stdout: str) -> Any:
+    """The JSON document of a CLI's `-o json` output (warnings may print before it)."""
+    lines = [line for line in stdout.splitlines() if line.startswith(("[", "{"))]
+    return json.loads(lines[-1]) if lines else []
+
+
+def start_group(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    """Start a server in a new session (its own process group), output to `log`."""
+    sink = open(log, "ab")  # noqa: SIM115 - the child keeps it; closed with the process
+    try:
+        return subprocess.Popen(command, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                                cwd=PROJECT_ROOT, start_new_session=True)
+    finally:
+        sink.close()
+
+
+def stop_group(process: subprocess.Popen | None, grace: float = 20.0) -> None:
+    """SIGTERM the process group, then SIGKILL what is left after `grace` seconds."""
+    if process is None:
+        return
+    try:
+        pgid = os.getpgid(process.pid)
+    except ProcessLookupError:
+        process.wait()
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and _group_alive(pgid):
+            time.sleep(0.2)
+            process.poll()
+        if not _group_alive(pgid):
+            break
+    process.poll()
+    if process.returncode is None:
+        process.wait(timeout=10)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def wait_for_http(url: str, timeout: float = 180.0, process: subprocess.Popen | None = None,
+                  log: Path | None = None) -> None:
+    """Until `url` answers (any HTTP status), or raise with the log's tail."""
+    import requests
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            break
+        try:
+            requests.get(url, timeout=5)
+            return
+        except requests.RequestException:
+            time.sleep(1)
+    tail = log.read_text(errors="replace")[-4000:] if log and log.exists() else ""
+    raise RuntimeError(f"{url} did not come up within {timeout:.0f}s\n{tail}")

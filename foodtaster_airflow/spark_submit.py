@@ -1,0 +1,118 @@
+"""The validate task: `spark_jobs/validate_batch.py` through SparkSubmitOperator.
+
+The Spark job never fails on poison data (a bad message is a quarantined row), so a
+failed submission is infrastructure (a lost executor, a busy cluster, a full disk)
+and is retried with backoff; a usage error of the job (exit code 2: bad arguments,
+an unknown dataset) fails at once, since a retry cannot fix it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
+
+DEFAULT_MASTER = "local[*]"
+USAGE_ERROR = 2  # argparse's exit code: the job was called wrongly, retrying will not help
+SPARK_CONF_ENV = "FOODTASTER_SPARK_CONF"  # extra --conf pairs for this deployment: "k=v,k=v"
+PASSED_ENV = ("FOODTASTER_LAKE", "FOODTASTER_REGISTRY", "JAVA_HOME")
+
+
+def _landed(key: str) -> str:
+    return "{{ ti.xcom_pull(task_ids='land')['" + key + "'] }}"
+
+
+def job_arguments(dataset: str) -> list[str]:
+    """The job's command line, rendered from the land task's result at run time."""
+    return [
+        "--dataset", dataset,
+        "--input", _landed("raw_path"),
+        "--batch-id", _landed("batch_id"),
+        "--lake", _landed("lake"),
+        "--batch-date", _landed("batch_date"),
+        "--no-publish",  # the publish task publishes, after the gate
+    ]
+
+
+def parse_conf(text: str | None) -> dict[str, str]:
+    """`spark.a=1, spark.b=x` -> {"spark.a": "1", "spark.b": "x"}."""
+    pairs = [part.strip() for part in (text or "").replace("\n", ",").split(",") if part.strip()]
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{SPARK_CONF_ENV}: {pair!r} is not key=value")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+def job_environment() -> dict[str, str]:
+    """What spark-submit and its Python workers need: this interpreter (it has pandera
+    and the contracts) and the deployment's lake and registry."""
+    python = os.environ.get("PYSPARK_PYTHON") or sys.executable
+    env = {
+        "PYSPARK_PYTHON": python,
+        "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON") or python,
+    }
+    env.update({name: os.environ[name] for name in PASSED_ENV if os.environ.get(name)})
+    return env
+
+
+class ValidateBatchOperator(SparkSubmitOperator):
+    """SparkSubmitOperator for the validation job of one dataset.
+
+    `spark_default` picks the cluster (`local[*]`, `spark://host:7077`, `yarn`,
+    `k8s://https://host:443`); without that connection the job runs on `local[*]`
+    (the provider alone would fall back to yarn).
+    """
+
+    def __init__(self, *, dataset: str, conn_id: str = "spark_default", **kwargs: Any) -> None:
+        kwargs.setdefault("name", f"foodtaster-validate-{dataset}")
+        super().__init__(conn_id=conn_id, application_args=job_arguments(dataset), **kwargs)
+        self.dataset = dataset
+
+    def execute(self, context: Any) -> None:
+        env = job_environment()
+        self.conf = {
+            "spark.pyspark.python": env["PYSPARK_PYTHON"],
+            **parse_conf(os.environ.get(SPARK_CONF_ENV)),
+            **(self.conf or {}),
+        }
+        self.env_vars = {**env, **(self.env_vars or {})}
+        try:
+            super().execute(context)
+        except AirflowException as err:
+            process = getattr(self._hook, "_submit_sp", None)
+            if process is not None and process.returncode == USAGE_ERROR:
+                raise AirflowFailException(
+                    f"the validation job rejected its arguments (exit code {USAGE_ERROR}); "
+                    f"not retrying: {err}"
+                ) from err
+            raise
+
+    def _get_hook(self) -> SparkSubmitHook:
+        hook = super()._get_hook()
+        if not _connection_exists(self._conn_id):
+            use_local_master(hook)
+        return hook
+
+
+def _connection_exists(conn_id: str) -> bool:
+    try:
+        BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        return False
+    return True
+
+
+def use_local_master(hook: SparkSubmitHook) -> None:
+    """Point a hook whose connection is missing at local[*] instead of yarn."""
+    hook.log.info("connection %s is not defined: running on %s", hook._conn_id, DEFAULT_MASTER)
+    hook._connection["master"] = DEFAULT_MASTER
+    hook._is_yarn = hook._is_yarn_cluster_mode = hook._is_kubernetes = False
+    hook._should_track_driver_status = False

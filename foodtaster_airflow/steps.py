@@ -1,0 +1,325 @@
+"""The bodies of the DAG's Python tasks: plain functions over the engine.
+
+The factory wraps each in a `@task`; everything here reads the registry and the lake
+at run time (never at parse time) and passes small JSON documents between tasks.
+Engine modules are imported inside the functions so parsing a DAG stays light.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from foodtaster.lake import Lake, check_batch_id, check_date
+from foodtaster.registry import DatasetConfig, get_dataset, lake_root
+from foodtaster_airflow import channels
+
+log = logging.getLogger(__name__)
+HOURLY_SCHEDULES = {"@hourly", "0 * * * *"}
+TOP_REASONS = 5
+
+
+class PipelineError(RuntimeError):
+    """A run cannot go on: a named batch was never landed, a summary is missing."""
+
+
+def _config(dataset: str) -> DatasetConfig:
+    return get_dataset(dataset)
+
+
+def _lake() -> Lake:
+    return Lake(lake_root())
+
+
+# ------------------------------------------------------------------------- land
+
+
+def run_interval(context: dict[str, Any], params: dict[str, Any] | None,
+                 schedule: str | None) -> tuple[str, int | None]:
+    """The inbox partition of a run: (date, hour or None).
+
+    The `batch_date` param wins; else the run's logical date: a scheduled or backfill
+    run's data interval starts there, and `dags test <dag> 2026-11-20` or a manual run
+    for a date names it (Airflow gives those the interval *ending* at that date). A
+    manual run without a logical date takes the day before it was triggered.
+    """
+    params = params or {}
+    if params.get("batch_date"):
+        return check_date(str(params["batch_date"])[:10]), None
+    start = context.get("logical_date") or context.get("data_interval_start")
+    if start is None:
+        start = (context.get("run_after") or datetime.now(UTC)) - timedelta(days=1)
+    start = start.astimezone(UTC)
+    hour = start.hour if schedule in HOURLY_SCHEDULES else None
+    return start.date().isoformat(), hour
+
+
+def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dict[str, Any]:
+    """Land the interval's new inbox files, or (with a batch id) the landed batch again."""
+    from foodtaster import landing, ledger
+
+    lake = _lake()
+    if ledger.is_disabled(lake, dataset):
+        # The DAG paused itself after too many held batches; running again means an
+        # operator unpaused it: the dataset is enabled again.
+        ledger.clear_disabled(lake, dataset)
+        log.warning("dataset=%s event=re_enabled the DAG runs again after a self-pause", dataset)
+    if batch_id:
+        date = landed_date(lake, dataset, check_batch_id(batch_id))
+        hour = None
+    result = landing.land_batch(lake, dataset, date, batch_id=batch_id, hour=hour)
+    return {**result.as_dict(), "lake": lake.root, "reprocess": bool(batch_id)}
+
+
+def landed_date(lake: Lake, dataset: str, batch_id: str) -> str:
+    """The batch date of a batch that was landed before (its raw partition's folder)."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(f"{lake.root.rstrip('/')}/raw/{dataset}")
+    matches = fs.glob(f"{path}/batch_date=*/batch_id={batch_id}") if fs.exists(path) else []
+    if not matches:
+        raise PipelineError(
+            f"batch {batch_id!r} of {dataset!r} was never landed (no raw partition): "
+            "to land new files, trigger without batch_id"
+        )
+    if len(matches) > 1:
+        raise PipelineError(f"batch {batch_id!r} of {dataset!r} is under several dates: {matches}")
+    return matches[0].rstrip("/").split("/")[-2].removeprefix("batch_date=")
+
+
+def has_messages(landed: dict[str, Any]) -> bool:
+    """Go on to validation unless the landing holds no file at all."""
+    if landed["empty"]:
+        log.info("dataset=%s batch=%s event=empty_batch no new files in the inbox: nothing to "
+                 "validate", landed["dataset"], landed["batch_id"])
+        return False
+    return True
+
+
+# ------------------------------------------------------------------------- gate
+
+
+def gate(dataset: str, landed: dict[str, Any]) -> dict[str, Any]:
+    """Read the batch summary and decide: publish or hold, alert or not."""
+    from foodtaster.lake import exists, read_json
+    from foodtaster.policy import decide
+
+    lake = Lake(landed["lake"])
+    config = _config(dataset)
+    batch_id = landed["batch_id"]
+    uri = lake.summary(dataset, batch_id)
+    if not exists(uri):
+        raise PipelineError(f"the validation job wrote no summary at {uri}")
+    summary = read_json(uri)
+    verdict = decide(summary, config).as_dict()
+    accounted = summary["valid"] + summary["quarantined"] + summary.get("duplicates_dropped", 0)
+    if accounted != summary["messages"]:
+        # Nothing is lost: counts that do not add up never reach consumers.
+        verdict = {
+            "publish": False, "alert": True, "severity": "critical",
+            "why": [*verdict["why"], f"counts do not add up: {summary['messages']} messages, "
+                    f"{accounted} valid + quarantined + dropped"],
+        }
+    decision = {
+        "dataset": dataset,
+        "batch_id": batch_id,
+        "batch_date": landed["batch_date"],
+        "lake": lake.root,
+        "verdict": {**verdict, "why": list(verdict["why"])},
+        "counts": _counts(summary),
+        "top_reasons": top_reasons(summary.get("reasons") or {}),
+        "gate_failed": [f.get("expectation") for f in summary.get("gate", {}).get("failed", [])],
+        "paths": summary.get("paths") or {},
+        "summary_path": uri,
+    }
+    log.info(
+        "dataset=%s batch=%s event=gate publish=%s alert=%s severity=%s rate=%.4f why=%s",
+        dataset, batch_id, verdict["publish"], verdict["alert"], verdict["severity"],
+        decision["counts"]["quarantine_rate"], "; ".join(verdict["why"]) or "-",
+    )
+    return decision
+
+
+def _counts(summary: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "messages": summary["messages"],
+        "valid": summary["valid"],
+        "quarantined": summary["quarantined"],
+        "duplicates_dropped": summary.get("duplicates_dropped", 0),
+        "quarantine_rate": summary["quarantine_rate"],
+    }
+
+
+def top_reasons(reasons: dict[str, int], limit: int = TOP_REASONS) -> list[list[Any]]:
+    return [[rule, count] for rule, count in
+            sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:limit]]
+
+
+# ---------------------------------------------------------------------- publish
+
+
+def publish(dataset: str, decision: dict[str, Any], outlet_event: Any) -> dict[str, Any]:
+    """Make the staged valid rows visible; the Asset event carries the counts."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from foodtaster.publish import publish_batch
+
+    verdict = decision["verdict"]
+    if not verdict["publish"]:
+        raise AirflowSkipException("batch held: " + "; ".join(verdict["why"]))
+    lake = Lake(decision["lake"])
+    publish_batch(lake, dataset, decision["batch_date"], decision["batch_id"])
+    path = lake.valid(dataset, decision["batch_date"], decision["batch_id"])
+    extra = {
+        "dataset": dataset,
+        "batch_id": decision["batch_id"],
+        "batch_date": decision["batch_date"],
+        "path": path,
+        **decision["counts"],
+    }
+    outlet_event.extra = extra
+    log.info("dataset=%s batch=%s event=published path=%s valid=%s", dataset,
+             decision["batch_id"], path, decision["counts"]["valid"])
+    return extra
+
+
+# ------------------------------------------------------------------------ alert
+
+
+def alert(dataset: str, decision: dict[str, Any]) -> dict[str, Any]:
+    """Alert when the verdict says so (rate at alert_rate, or the batch held)."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from foodtaster import alerts
+    from foodtaster.lake import read_json
+    from foodtaster.policy import Verdict
+
+    verdict = decision["verdict"]
+    if not verdict["alert"]:
+        raise AirflowSkipException("quarantine rate below alert_rate and the batch gate passed")
+    config = _config(dataset)
+    lake = Lake(decision["lake"])
+    summary = read_json(decision["summary_path"])
+    message = alerts.build_batch_alert(
+        summary, Verdict(**{**verdict, "why": tuple(verdict["why"])}), config, {}
+    )
+    return channels.deliver(message, config, lake).as_dict()
+
+
+# ----------------------------------------------------------------------- ledger
+
+
+def ledger(
+    dataset: str,
+    landed: dict[str, Any],
+    decision: dict[str, Any] | None,
+    published: dict[str, Any] | None,
+    alerted: dict[str, Any] | None,
+    dag_id: str,
+    run_id: str,
+) -> dict[str, Any]:
+    """Record the batch; after `disable_after` held batches in a row, pause the DAG."""
+    from foodtaster import ledger as batch_ledger
+
+    lake = Lake(landed["lake"])
+    config = _config(dataset)
+    entry = ledger_entry(landed, decision, published, alerted, dag_id, run_id)
+    batch_ledger.record_batch(lake, dataset, entry)
+    log.info("dataset=%s batch=%s event=recorded verdict=%s", dataset, entry["batch_id"],
+             entry["verdict"])
+    result = {"entry": entry, "held_streak": 0, "disabled": None}
+    if entry["verdict"] != "held":
+        return result
+    streak = batch_ledger.held_streak(lake, dataset)
+    result["held_streak"] = streak
+    if should_disable(streak, config.disable_after) and not batch_ledger.is_disabled(
+        lake, dataset
+    ):
+        result["disabled"] = disable(dataset, dag_id, streak, config, lake)
+    return result
+
+
+def should_disable(streak: int, disable_after: int) -> bool:
+    """Every `disable_after` held batches in a row: once unpaused by an operator, a feed
+    that stays poisoned gets that many more held batches before the next pause."""
+    return streak > 0 and streak % disable_after == 0
+
+
+def ledger_entry(
+    landed: dict[str, Any],
+    decision: dict[str, Any] | None,
+    published: dict[str, Any] | None,
+    alerted: dict[str, Any] | None,
+    dag_id: str,
+    run_id: str,
+) -> dict[str, Any]:
+    """The ledger's record of a run: verdict `published`, `held` or `empty`."""
+    entry: dict[str, Any] = {
+        "batch_id": landed["batch_id"],
+        "batch_date": landed["batch_date"],
+        "landed_messages": landed["messages"],
+        "files": len(landed["files"]),
+        "unreadable_files": len(landed["unreadable"]),
+        "reprocess": landed.get("reprocess", False),
+        "dag_id": dag_id,
+        "run_id": run_id,
+    }
+    if decision is None:
+        entry.update({
+            "messages": 0, "valid": 0, "quarantined": 0, "duplicates_dropped": 0,
+            "quarantine_rate": 0.0, "verdict": "empty", "severity": "ok",
+            "why": ["no new files in the inbox"], "timings": {},
+        })
+        return entry
+    verdict = decision["verdict"]
+    entry.update(decision["counts"])
+    entry.update({
+        "verdict": "published" if published else "held",
+        "severity": verdict["severity"],
+        "why": verdict["why"],
+        "top_reasons": decision["top_reasons"],
+        "alerted": bool(alerted),
+        "alert_file": (alerted or {}).get("file"),
+        "summary": decision["summary_path"],
+        "timings": _summary_timings(decision) or {},
+    })
+    return entry
+
+
+def _summary_timings(decision: dict[str, Any]) -> dict[str, Any] | None:
+    from foodtaster.lake import exists, read_json
+
+    uri = decision.get("summary_path")
+    return read_json(uri).get("timings") if uri and exists(uri) else None
+
+
+def disable(dataset: str, dag_id: str, streak: int, config: DatasetConfig,
+            lake: Lake) -> dict[str, Any]:
+    """Pause the DAG through the REST API, mark the dataset disabled, send the alert.
+
+    The alert goes out even when the pause fails; the task then fails so the failure
+    shows in the UI.
+    """
+    from foodtaster import alerts
+    from foodtaster import ledger as batch_ledger
+    from foodtaster_airflow.rest import API_CONN_ID, AirflowApi
+
+    reason = f"{streak} held batches in a row (disable_after={config.disable_after})"
+    batch_ledger.record_disabled(lake, dataset, reason)
+    conn = channels.get_connection(API_CONN_ID)
+    pause_error = None
+    if conn is None:
+        pause_error = f"no {API_CONN_ID!r} connection: the DAG cannot pause itself"
+    else:
+        try:
+            AirflowApi.from_connection(conn).set_paused(dag_id, True)
+            log.warning("dataset=%s event=dag_paused dag=%s %s", dataset, dag_id, reason)
+        except Exception as err:  # noqa: BLE001 - reported below, after the alert went out
+            pause_error = f"pausing {dag_id} failed: {err}"
+    held = [e for e in batch_ledger.batch_entries(lake, dataset) if e["verdict"] != "empty"]
+    message = alerts.build_disabled_alert(dataset, held[-streak:], config)
+    delivery = channels.deliver(message, config, lake).as_dict()
+    if pause_error:
+        raise PipelineError(pause_error + f" (the dataset-disabled alert went to {delivery})")
+    return {"dag_id": dag_id, "paused": True, "reason": reason, "alert": delivery}

@@ -1,0 +1,88 @@
+"""End-to-end helpers: a real Airflow (metadata DB, `airflow dags test` or `airflow
+standalone`) running the real DAG and Spark job over batches from the sample generator.
+
+Kept small for a 2-core machine: batches of a few hundred messages, Spark on local[2]
+with 2 shuffle partitions, one Airflow home per test module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from foodtaster.lake import Lake
+from foodtaster.sample import generate_batch
+from foodtaster_airflow.localenv import VENV_BIN, LocalAirflow, postgres_database, postgres_settings
+
+DATASET = "orders"
+DAG_ID = "foodtaster_orders"
+VALID_URI = "foodtaster://valid/orders"
+MESSAGES = 200
+CLEAN = {"poison_rate": 0.0, "kinds": []}
+# only html_payload poison: every quarantined sample carries <script>; 5% >= alert_rate 2%
+ALERTING = {"poison_rate": 0.05, "kinds": ["html_payload"]}
+# a third of the messages poison: >= hold_rate 20%
+HOLDING = {"poison_rate": 0.35, "kinds": ["truncated_json", "unknown_enum", "out_of_range"]}
+
+
+def metadata_database(prefix: str) -> str:
+    """A fresh PostgreSQL database for Airflow's metadata (skips locally, fails under CI,
+    when the machine's PostgreSQL cannot be reached)."""
+    import psycopg2
+    from conftest import need
+
+    name = f"{prefix}_{os.getpid()}"
+    try:
+        return postgres_database(name, fresh=True)
+    except psycopg2.OperationalError as err:
+        pg = postgres_settings()
+        need(False, f"PostgreSQL at {pg['host']}:{pg['port']} as {pg['user']} unreachable: {err}")
+        raise
+
+
+def fill_inbox(lake: str, date: str, *, dataset: str = DATASET, seed: int = 7,
+               messages: int = MESSAGES, **mix: Any):
+    """Drop a generated batch of `date` into the dataset's inbox."""
+    return generate_batch(Lake(lake).inbox(dataset, date), messages=messages, seed=seed,
+                          batch_date=date, files=2, gzip_files=1, **mix)
+
+
+def parquet_rows(path: str | Path) -> int:
+    """Rows of a Parquet partition folder (0 if it does not exist)."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    return pq.read_table(path).num_rows
+
+
+def partitions(lake: str, zone: str, dataset: str = DATASET) -> list[str]:
+    """`batch_date=<d>/batch_id=<id>` of every partition of a zone (staging excluded)."""
+    root = Path(lake) / zone / dataset
+    return sorted(
+        f"{p.parent.name}/{p.name}" for p in root.glob("batch_date=*/batch_id=*") if p.is_dir()
+    )
+
+
+def asset_events(af: LocalAirflow, uri: str) -> list[dict[str, Any]]:
+    """The Asset events of `uri` in the metadata DB (read in a process with its settings)."""
+    script = (
+        "import json, sys\n"
+        "from sqlalchemy import select\n"
+        "from airflow.models.asset import AssetEvent, AssetModel\n"
+        "from airflow.utils.session import create_session\n"
+        "with create_session() as s:\n"
+        "    rows = s.execute(select(AssetEvent).join(AssetModel, AssetModel.id =="
+        " AssetEvent.asset_id).where(AssetModel.uri == sys.argv[1])"
+        ".order_by(AssetEvent.id)).scalars().all()\n"
+        "    print(json.dumps([{'extra': r.extra, 'dag_id': r.source_dag_id,"
+        " 'run_id': r.source_run_id, 'task_id': r.source_task_id} for r in rows]))\n"
+    )
+    done = subprocess.run([str(VENV_BIN / "python"), "-c", script, uri], env=af.env(),
+                          capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+

@@ -1,0 +1,176 @@
+"""`airflow dags test` end to end on a real metadata DB (SQLite): land, the real Spark job,
+gate, publish, alert to a real loopback SMTP server and a real loopback webhook, ledger."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from e2e_support import (
+    ALERTING,
+    CLEAN,
+    DAG_ID,
+    DATASET,
+    HOLDING,
+    VALID_URI,
+    asset_events,
+    fill_inbox,
+    parquet_rows,
+    partitions,
+)
+from servers import SmtpSink, WebhookSink
+
+from foodtaster import ledger
+from foodtaster.lake import Lake, exists
+from foodtaster_airflow.localenv import LocalAirflow
+
+pytestmark = pytest.mark.slow
+SLACK_TOKEN = "T000/B000/XXXX"
+ONCALL = "data-oncall@example.com"  # pipeline.yaml's orders.alerts.email_to
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("lake"))
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory, lake) -> LocalAirflow:
+    af = LocalAirflow(home=tmp_path_factory.mktemp("airflow"), lake=lake)
+    af.migrate()
+    return af
+
+
+def run_with_sinks(airflow: LocalAirflow, date: str, log, smtp: SmtpSink, slack: WebhookSink):
+    airflow.connections = {
+        "smtp_default": f"smtp://{smtp.host}:{smtp.port}?from_email=foodtaster%40example.com"
+                        "&disable_tls=true",
+        "slack_default": {"conn_type": "slackwebhook", "host": f"{slack.url}/services",
+                          "password": SLACK_TOKEN},
+    }
+    run = airflow.dags_test(DAG_ID, date, log=log)
+    assert run["state"] == "success", f"{run}\n{log.read_text()[-5000:]}"
+    return run
+
+
+def ledger_entry(lake: str, batch_id: str) -> dict:
+    (entry,) = [e for e in ledger.batch_entries(Lake(lake), DATASET) if e["batch_id"] == batch_id]
+    return entry
+
+
+def test_a_clean_batch_is_published_with_no_alert(airflow, lake, tmp_path):
+    date, batch_id = "2026-11-20", "20261120"
+    batch = fill_inbox(lake, date, **CLEAN)
+    with SmtpSink() as smtp, WebhookSink() as slack:
+        run = run_with_sinks(airflow, date, tmp_path / "run.log", smtp, slack)
+    assert run["tasks"] == {
+        "land": "success", "has_messages": "success", "validate": "success", "gate": "success",
+        "publish": "success", "alert": "skipped", "ledger": "success",
+    }
+    assert smtp.messages == [] and slack.requests == []
+
+    expected = batch.counts()
+    the_lake = Lake(lake)
+    assert parquet_rows(the_lake.valid(DATASET, date, batch_id)) == expected["valid"] == 200
+    assert not exists(the_lake.staged_valid(DATASET, date, batch_id))
+    entry = ledger_entry(lake, batch_id)
+    assert entry["verdict"] == "published"
+    assert (entry["messages"], entry["valid"], entry["quarantined"]) == (200, 200, 0)
+
+    (event,) = [e for e in asset_events(airflow, VALID_URI) if e["extra"]["batch_id"] == batch_id]
+    assert event["extra"]["valid"] == 200 and event["extra"]["quarantined"] == 0
+    assert event["extra"]["batch_date"] == date
+    assert (event["dag_id"], event["task_id"]) == (DAG_ID, "publish")
+
+
+def test_a_manual_run_reprocesses_the_batch_named_in_its_params(airflow, lake, tmp_path):
+    """Runs after the clean batch: its batch id, given as a param to a run of another
+    date, is validated and published again in place (same partition, same rows)."""
+    date, batch_id = "2026-11-20", "20261120"
+    the_lake = Lake(lake)
+    valid_before = parquet_rows(the_lake.valid(DATASET, date, batch_id))
+    log = tmp_path / "run.log"
+    run = airflow.dags_test(DAG_ID, "2026-11-26", conf={"batch_id": batch_id}, log=log)
+    assert run["state"] == "success", log.read_text()[-5000:]
+    assert run["tasks"]["validate"] == "success" and run["tasks"]["publish"] == "success"
+    assert parquet_rows(the_lake.valid(DATASET, date, batch_id)) == valid_before == 200
+    assert partitions(lake, "valid") == [f"batch_date={date}/batch_id={batch_id}"]
+    assert partitions(lake, "raw") == [f"batch_date={date}/batch_id={batch_id}"]
+    entry = ledger_entry(lake, batch_id)
+    assert entry["reprocess"] is True and entry["verdict"] == "published"
+
+
+def test_a_batch_over_alert_rate_is_published_and_alerts_by_email_and_slack(
+    airflow, lake, tmp_path
+):
+    date, batch_id = "2026-11-21", "20261121"
+    batch = fill_inbox(lake, date, seed=11, **ALERTING)
+    expected = batch.counts()
+    with SmtpSink() as smtp, WebhookSink() as slack:
+        run = run_with_sinks(airflow, date, tmp_path / "run.log", smtp, slack)
+    assert run["tasks"]["publish"] == "success"
+    assert run["tasks"]["alert"] == "success"
+    the_lake = Lake(lake)
+    assert parquet_rows(the_lake.valid(DATASET, date, batch_id)) == expected["valid"]
+    assert parquet_rows(the_lake.quarantine(DATASET, date, batch_id)) == expected["quarantined"]
+
+    # email: received by the real SMTP server, with the contents an operator needs
+    (mail,) = smtp.messages
+    assert smtp.envelopes[0][1] == [ONCALL]
+    subject = mail["Subject"]
+    assert "orders" in subject and batch_id in subject and "%" in subject
+    html = mail.get_body(preferencelist=("html",)).get_content()
+    text = mail.get_body(preferencelist=("plain",)).get_content()
+    assert "&lt;script&gt;" in html
+    assert "<script>" not in html
+    assert str(expected["quarantined"]) in text
+    assert the_lake.quarantine(DATASET, date, batch_id) in text
+    assert "customer_id" in html or "currency" in html  # the top reasons
+
+    # Slack: one POST to the webhook path, escaped too
+    (request,) = slack.requests
+    path, _headers, body = request
+    assert path == f"/services/{SLACK_TOKEN}"
+    payload = body.decode("utf-8")
+    assert "&lt;script&gt;" in payload and "<script>" not in payload
+    assert batch_id in json.loads(payload)["text"]
+
+    entry = ledger_entry(lake, batch_id)
+    assert entry["verdict"] == "published" and entry["severity"] == "warning"
+    assert entry["alerted"] and exists(entry["alert_file"])
+
+
+def test_a_batch_over_hold_rate_is_held_not_published(airflow, lake, tmp_path):
+    date, batch_id = "2026-11-22", "20261122"
+    batch = fill_inbox(lake, date, seed=13, **HOLDING)
+    with SmtpSink() as smtp, WebhookSink() as slack:
+        run = run_with_sinks(airflow, date, tmp_path / "run.log", smtp, slack)
+    assert run["tasks"]["publish"] == "skipped"
+    assert run["tasks"]["alert"] == "success"
+    assert run["tasks"]["ledger"] == "success"
+    the_lake = Lake(lake)
+    assert not exists(the_lake.valid(DATASET, date, batch_id))
+    assert parquet_rows(the_lake.quarantine(DATASET, date, batch_id)) == (
+        batch.counts()["quarantined"]
+    )
+    entry = ledger_entry(lake, batch_id)
+    assert entry["verdict"] == "held" and entry["severity"] == "critical"
+    assert entry["quarantine_rate"] >= 0.20
+    assert not [e for e in asset_events(airflow, VALID_URI) if e["extra"]["batch_id"] == batch_id]
+    (mail,) = smtp.messages
+    assert "HELD" in mail["Subject"]
+    assert len(slack.requests) == 1
+
+
+def test_an_empty_interval_ends_green_with_nothing_downstream_but_the_ledger(
+    airflow, lake, tmp_path
+):
+    date, batch_id = "2026-11-23", "20261123"
+    log = tmp_path / "run.log"
+    run = airflow.dags_test(DAG_ID, date, log=log)
+    assert run["state"] == "success", log.read_text()[-5000:]
+    assert run["tasks"] == {
+        "land": "success", "has_messages": "success", "validate": "skipped", "gate": "skipped",
+        "publish": "skipped", "alert": "skipped", "ledger": "success",
+    }
+    assert ledger_entry(lake, batch_id)["verdict"] == "empty"

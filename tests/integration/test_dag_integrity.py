@@ -1,0 +1,162 @@
+"""DAG integrity: every DAG in dags/ imports without error, quickly, without touching the
+metadata database, a connection or the heavy libraries, and has the expected shape."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from conftest import PROJECT_ROOT
+
+DAGS_FOLDER = PROJECT_ROOT / "dags"
+PARSE_BUDGET_SECONDS = 5.0
+EXPECTED_TASKS = {"land", "has_messages", "validate", "gate", "publish", "alert", "ledger"}
+HEAVY_MODULES = ("pyspark", "pandera", "great_expectations")
+
+TWO_DATASETS = """
+defaults:
+  alert_rate: 0.05
+  hold_rate: 0.25
+datasets:
+  orders:
+    contract: contracts.orders:Orders
+    expectation_suite: expectations/orders.json
+    alert_rate: 0.02
+    hold_rate: 0.20
+  payments:
+    schedule: "@hourly"
+    start_date: "2026-11-10"
+    contract: contracts.orders:Orders
+    expectation_suite: expectations/orders.json
+    disable_after: 3
+"""
+
+# Runs in a fresh interpreter with a metadata DB that cannot be opened: parsing must not
+# need one, nor a connection, nor pyspark, pandera or Great Expectations.
+PARSE_SCRIPT = textwrap.dedent("""
+    import json, sys, time
+    started = time.perf_counter()
+    from airflow.dag_processing.dagbag import DagBag
+    bag = DagBag(dag_folder=sys.argv[1])
+    seconds = time.perf_counter() - started
+    print(json.dumps({
+        "errors": {k: str(v) for k, v in bag.import_errors.items()},
+        "dags": {
+            dag_id: {
+                "tasks": sorted(dag.task_ids),
+                "edges": sorted(
+                    [t.task_id, d] for t in dag.tasks for d in sorted(t.downstream_task_ids)
+                ),
+                "timetable": type(dag.timetable).__name__,
+                "params": sorted(dag.params.keys()),
+                "tags": sorted(dag.tags),
+                "doc": bool(dag.doc_md),
+                "catchup": dag.catchup,
+                "outlets": [
+                    getattr(o, "uri", None) for o in dag.get_task("publish").outlets
+                ],
+                "validate": {
+                    "retries": dag.get_task("validate").retries,
+                    "backoff": bool(dag.get_task("validate").retry_exponential_backoff),
+                    "conn_id": dag.get_task("validate")._conn_id,
+                },
+                "ledger_rule": getattr(
+                    dag.get_task("ledger").trigger_rule, "value", None
+                ),
+            }
+            for dag_id, dag in bag.dags.items()
+        },
+        "heavy": sorted(m for m in HEAVY if m in sys.modules),
+        "seconds": seconds,
+    }))
+""").replace("HEAVY", repr(HEAVY_MODULES))
+
+
+def parse(registry: Path | None = None) -> dict:
+    env = {
+        **os.environ,
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "postgresql+psycopg2://nobody@127.0.0.1:1/none",
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW_CONN_SPARK_DEFAULT": "this-is-not-a-connection",
+        "PYTHONPATH": str(PROJECT_ROOT),
+    }
+    if registry is not None:
+        env["FOODTASTER_REGISTRY"] = str(registry)
+    else:
+        env.pop("FOODTASTER_REGISTRY", None)
+    done = subprocess.run(
+        [sys.executable, "-c", PARSE_SCRIPT, str(DAGS_FOLDER)],
+        capture_output=True, text=True, env=env, timeout=120, cwd=PROJECT_ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def bag() -> dict:
+    return parse()
+
+
+def test_every_dag_imports_without_error(bag):
+    assert bag["errors"] == {}
+    assert "foodtaster_orders" in bag["dags"]
+
+
+def test_parsing_is_quick_and_light(bag):
+    assert bag["seconds"] < PARSE_BUDGET_SECONDS, f"parsing took {bag['seconds']:.1f}s"
+    assert bag["heavy"] == [], f"imported at parse time: {bag['heavy']}"
+
+
+def test_orders_dag_has_the_pipeline_tasks_in_order(bag):
+    dag = bag["dags"]["foodtaster_orders"]
+    assert set(dag["tasks"]) == EXPECTED_TASKS
+    edges = {tuple(edge) for edge in dag["edges"]}
+    for edge in [
+        ("land", "has_messages"), ("has_messages", "validate"), ("validate", "gate"),
+        ("gate", "publish"), ("gate", "alert"), ("publish", "ledger"), ("alert", "ledger"),
+        ("land", "ledger"),
+    ]:
+        assert edge in edges, f"missing {edge[0]} >> {edge[1]}"
+    # the empty-landing short circuit must still let the ledger record the batch
+    assert dag["ledger_rule"] == "none_failed"
+
+
+def test_orders_dag_runs_on_data_intervals_with_params_and_an_asset(bag):
+    dag = bag["dags"]["foodtaster_orders"]
+    assert dag["timetable"] == "CronDataIntervalTimetable"
+    assert dag["params"] == ["batch_date", "batch_id"]
+    assert dag["outlets"] == ["foodtaster://valid/orders"]
+    assert dag["doc"] and not dag["catchup"]
+    assert "foodtaster" in dag["tags"]
+
+
+def test_validate_retries_infrastructure_failures_with_backoff(bag):
+    validate = bag["dags"]["foodtaster_orders"]["validate"]
+    assert validate["retries"] >= 2 and validate["backoff"]
+    assert validate["conn_id"] == "spark_default"
+
+
+def test_one_dag_per_registry_entry(tmp_path):
+    registry = tmp_path / "pipeline.yaml"
+    registry.write_text(TWO_DATASETS)
+    started = time.perf_counter()
+    bag = parse(registry)
+    assert bag["errors"] == {}
+    assert sorted(bag["dags"]) == ["foodtaster_orders", "foodtaster_payments"]
+    assert set(bag["dags"]["foodtaster_payments"]["tasks"]) == EXPECTED_TASKS
+    assert time.perf_counter() - started < 60
+
+
+def test_a_broken_registry_is_an_import_error_not_a_crash(tmp_path):
+    registry = tmp_path / "pipeline.yaml"
+    registry.write_text("datasets:\n  Bad-Name:\n    contract: x:y\n    expectation_suite: e\n")
+    bag = parse(registry)
+    assert bag["dags"] == {}
+    (error,) = bag["errors"].values()
+    assert "Bad-Name" in error

@@ -1,0 +1,207 @@
+"""The Airflow glue's own logic, without a running Airflow: run dates, the gate step,
+ledger entries, the self-pause rule, connections -> senders, the Spark submit command."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from types import SimpleNamespace
+
+import pytest
+
+from foodtaster import ledger
+from foodtaster.lake import Lake, write_json
+from foodtaster_airflow import channels, steps
+from foodtaster_airflow.localenv import VENV_BIN
+from foodtaster_airflow.rest import AirflowApi
+from foodtaster_airflow.spark_submit import ValidateBatchOperator, job_environment, parse_conf
+
+
+def conn(**fields):
+    base = {"conn_type": "http", "host": None, "port": None, "login": None, "password": None,
+            "schema": None, "extra_dejson": {}}
+    return SimpleNamespace(**{**base, **fields})
+
+
+# ----------------------------------------------------------------- run dates
+
+
+def test_the_run_date_is_the_logical_date_of_dags_test_backfills_and_schedules():
+    context = {"logical_date": datetime(2026, 11, 20, tzinfo=UTC),
+               "data_interval_start": datetime(2026, 11, 19, tzinfo=UTC)}
+    assert steps.run_interval(context, {}, "@daily") == ("2026-11-20", None)
+
+
+def test_the_batch_date_param_wins_and_hourly_schedules_take_the_hour():
+    context = {"logical_date": datetime(2026, 11, 20, 7, tzinfo=UTC)}
+    assert steps.run_interval(context, {"batch_date": "2026-11-02"}, "@daily") == (
+        "2026-11-02", None)
+    assert steps.run_interval(context, {}, "@hourly") == ("2026-11-20", 7)
+
+
+def test_a_manual_run_without_logical_date_takes_the_last_complete_day():
+    context = {"logical_date": None, "data_interval_start": None,
+               "run_after": datetime(2026, 11, 21, 9, tzinfo=UTC)}
+    assert steps.run_interval(context, {}, "@daily") == ("2026-11-20", None)
+
+
+def test_a_named_batch_is_found_under_its_date(tmp_path):
+    lake = Lake(str(tmp_path))
+    (tmp_path / "raw/orders/batch_date=2026-11-03/batch_id=20261103").mkdir(parents=True)
+    assert steps.landed_date(lake, "orders", "20261103") == "2026-11-03"
+    with pytest.raises(steps.PipelineError, match="never landed"):
+        steps.landed_date(lake, "orders", "nope")
+
+
+# ---------------------------------------------------------------------- gate
+
+
+def summary(**overrides):
+    base = {
+        "dataset": "orders", "batch_id": "20261120", "batch_date": "2026-11-20",
+        "messages": 100, "valid": 90, "quarantined": 9, "duplicates_dropped": 1,
+        "quarantine_rate": 0.09, "reasons": {"a.rule": 2, "b.rule": 7, "c.rule": 2},
+        "samples": [], "gate": {"passed": True, "failed": []}, "paths": {"quarantine": "q"},
+        "timings": {"total_s": 1.0},
+    }
+    return {**base, **overrides}
+
+
+def landed(lake: Lake) -> dict:
+    return {"lake": lake.root, "dataset": "orders", "batch_id": "20261120",
+            "batch_date": "2026-11-20", "messages": 100, "files": [{}], "unreadable": [],
+            "empty": False}
+
+
+def test_gate_reads_the_summary_and_applies_the_policy(tmp_path):
+    lake = Lake(str(tmp_path))
+    write_json(lake.summary("orders", "20261120"), summary())
+    decision = steps.gate("orders", landed(lake))
+    assert decision["verdict"]["publish"] and decision["verdict"]["alert"]  # 9% >= 2%
+    assert decision["top_reasons"] == [["b.rule", 7], ["a.rule", 2], ["c.rule", 2]]
+    assert decision["counts"]["messages"] == 100
+    json.dumps(decision)  # an XCom: JSON only
+
+
+def test_gate_holds_a_batch_whose_counts_do_not_add_up(tmp_path):
+    lake = Lake(str(tmp_path))
+    write_json(lake.summary("orders", "20261120"), summary(valid=95, quarantine_rate=0.01))
+    verdict = steps.gate("orders", landed(lake))["verdict"]
+    assert not verdict["publish"] and verdict["severity"] == "critical"
+    assert "do not add up" in verdict["why"][-1]
+
+
+def test_gate_fails_when_the_job_wrote_no_summary(tmp_path):
+    with pytest.raises(steps.PipelineError, match="no summary"):
+        steps.gate("orders", landed(Lake(str(tmp_path))))
+
+
+# -------------------------------------------------------------------- ledger
+
+
+@pytest.mark.parametrize("outcome", ["empty", "published", "held"])
+def test_ledger_entries_are_accepted_by_the_ledger(tmp_path, outcome):
+    lake = Lake(str(tmp_path))
+    write_json(lake.summary("orders", "20261120"), summary())
+    decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
+    published = {"valid": 90} if outcome == "published" else None
+    entry = steps.ledger_entry(landed(lake), decision, published, None, "dag", "run")
+    ledger.record_batch(lake, "orders", entry)
+    (recorded,) = ledger.batch_entries(lake, "orders")
+    assert recorded["verdict"] == outcome
+
+
+@pytest.mark.parametrize(("streak", "after", "pause"), [
+    (0, 5, False), (4, 5, False), (5, 5, True), (6, 5, False), (10, 5, True), (2, 2, True),
+])
+def test_the_dag_pauses_every_disable_after_held_batches_in_a_row(streak, after, pause):
+    assert steps.should_disable(streak, after) is pause
+
+
+# --------------------------------------------------------------- connections
+
+
+def test_slack_webhook_urls_from_connections():
+    assert channels.slack_webhook_url(conn(password="T0/B0/X")) == (
+        "https://hooks.slack.com/services/T0/B0/X")
+    assert channels.slack_webhook_url(
+        conn(host="http://127.0.0.1:9000/services", password="T0/B0/X")
+    ) == "http://127.0.0.1:9000/services/T0/B0/X"
+    assert channels.slack_webhook_url(conn(host="hooks.example.com", port=8443, password="T")) == (
+        "https://hooks.example.com:8443/T")
+    assert channels.slack_webhook_url(
+        conn(extra_dejson={"webhook_url": "https://x.example/hook"})
+    ) == "https://x.example/hook"
+
+
+def test_smtp_settings_from_connections():
+    plain = channels.smtp_settings(conn(host="mail", port=1025,
+                                        extra_dejson={"from_email": "ft@example.com"}))
+    assert plain == {"host": "mail", "port": 1025, "sender": "ft@example.com", "login": None,
+                     "password": None, "starttls": False}
+    tls = channels.smtp_settings(conn(host="mail", login="bot@example.com", password="pw",
+                                      extra_dejson={"disable_tls": "false"}))
+    assert tls["starttls"] and tls["sender"] == "bot@example.com" and tls["port"] == 25
+
+
+def test_the_api_client_from_a_connection():
+    api = AirflowApi.from_connection(conn(host="localhost", port=8080, login="admin",
+                                          password="pw"))
+    assert (api.base_url, api.username, api.password) == ("http://localhost:8080", "admin", "pw")
+
+
+# --------------------------------------------------------------------- spark
+
+
+def test_spark_conf_pairs_are_parsed():
+    assert parse_conf("spark.a=1, spark.b = x=y\nspark.c=") == {
+        "spark.a": "1", "spark.b": "x=y", "spark.c": ""}
+    assert parse_conf(None) == {}
+    with pytest.raises(ValueError, match="key=value"):
+        parse_conf("spark.a")
+
+
+def test_the_job_gets_this_interpreter_and_the_deployment_paths(monkeypatch):
+    monkeypatch.setenv("FOODTASTER_LAKE", "s3a://lake")
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    monkeypatch.delenv("PYSPARK_DRIVER_PYTHON", raising=False)
+    env = job_environment()
+    assert env["FOODTASTER_LAKE"] == "s3a://lake"
+    assert env["PYSPARK_PYTHON"] == env["PYSPARK_DRIVER_PYTHON"]
+
+
+@pytest.mark.parametrize(("connection", "master"), [
+    (None, "local[*]"),
+    ('{"conn_type": "spark", "host": "local[2]"}', "local[2]"),
+    ('{"conn_type": "spark", "host": "spark://10.0.0.5", "port": 7077}', "spark://10.0.0.5:7077"),
+    ("spark://spark-master:7077?deploy-mode=client", "spark://spark-master:7077"),
+    ('{"conn_type": "spark", "host": "yarn", "extra": {"queue": "etl"}}', "yarn"),
+])
+def test_spark_default_picks_the_master_and_local_is_the_default(monkeypatch, connection, master):
+    if connection is None:
+        monkeypatch.delenv("AIRFLOW_CONN_SPARK_DEFAULT", raising=False)
+    else:
+        monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", connection)
+    operator = ValidateBatchOperator(task_id="validate", application="job.py", dataset="orders")
+    command = operator._get_hook()._build_spark_submit_command("job.py")
+    assert command[command.index("--master") + 1] == master
+    assert command[-1] == "--no-publish"
+    assert "--dataset" in command and "orders" in command
+
+
+@pytest.mark.parametrize(("exit_code", "retried"), [(2, False), (1, True)])
+def test_a_usage_error_fails_at_once_and_other_failures_are_retried(
+    tmp_path, monkeypatch, exit_code, retried
+):
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type": "spark", "host": "local[1]"}')
+    monkeypatch.setenv("PATH", f"{VENV_BIN}:{os.environ['PATH']}")
+    app = tmp_path / "app.py"
+    app.write_text(f"import sys\nsys.exit({exit_code})\n")
+    operator = ValidateBatchOperator(task_id="validate", application=str(app), dataset="orders",
+                                     conf={"spark.ui.enabled": "false"})
+    with pytest.raises(AirflowException) as raised:
+        operator.execute({})
+    assert isinstance(raised.value, AirflowFailException) is not retried
