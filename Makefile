@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproje
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: demo test bench venv clean lock
+.PHONY: demo demo-engine test bench venv clean lock airflow compose-tools
 
 venv: $(STAMP)
 
@@ -19,10 +19,23 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	@rm -f $(VENV)/.installed-* && touch $@
 
+# The main job: Airflow on SQLite under .airflow/, `airflow dags test` on a clean and a poisoned day.
 demo: $(STAMP)
+	$(BIN)/python -m foodtaster_airflow.demo
+
+# The engine alone: one generated batch through the Spark job, no Airflow.
+demo-engine: $(STAMP)
 	$(BIN)/python -m foodtaster demo
 
-test: $(STAMP)
+# Airflow standalone with the UI on http://localhost:8080 (admin / admin); AIRFLOW_PORT=8090 make airflow to move it
+airflow: $(STAMP)
+	$(BIN)/python -m foodtaster_airflow.demo airflow
+
+# Debian's docker-compose checks docker-compose.yaml without a container engine (tests/integration/test_compose.py)
+compose-tools:
+	@command -v docker-compose >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose >/dev/null) || echo "could not install docker-compose: the compose test skips (fails under CI=true)"
+
+test: $(STAMP) compose-tools
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
