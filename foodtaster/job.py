@@ -22,7 +22,7 @@ from foodtaster.lake import Lake, exists, read_json, remove_dir, write_json
 from foodtaster.logs import batch_logger
 from foodtaster.policy import decide
 from foodtaster.publish import publish_batch
-from foodtaster.reasons import REASONS, collect, reason_when
+from foodtaster.reasons import REASONS, any_failed, collect, reason_when
 from foodtaster.registry import DatasetConfig
 
 LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
@@ -39,12 +39,15 @@ def validate_lines(lines: DataFrame, contract: rules.Contract, max_message_bytes
     """
     parsed = layers.parse(lines, max_message_bytes)
     keep = [c for c in parsed.columns if c not in ("_text", layers.WRAPPED, "_reasons")]
-    contract_reasons = collect(rules.field_checks(contract))
-    return rules.with_fields(parsed, contract).select(
-        *keep,
-        *rules.field_outputs(contract),
-        F.when(F.size("_reasons") > 0, F.col("_reasons")).otherwise(contract_reasons).alias("_reasons"),
+    checks = rules.field_checks(contract)
+    flagged = rules.with_fields(parsed, contract).select("*", any_failed(checks).alias("_failed"))
+    # Most messages pass: they cost one boolean; reasons are built for the failing few.
+    reasons = (
+        F.when(F.size("_reasons") > 0, F.col("_reasons"))
+        .when(~F.col("_failed"), F.array().cast(REASONS))
+        .otherwise(collect(checks))
     )
+    return flagged.select(*keep, *rules.field_outputs(contract), reasons.alias("_reasons"))
 
 
 def unique_key(contract: rules.Contract) -> str | None:

@@ -7,7 +7,8 @@ and quarantine is one filter on `size(reasons) == 0`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -47,6 +48,32 @@ def _record(layer: str, rule: str, message: Column | str, column: str | None, va
     )
 
 
+@dataclass(frozen=True)
+class Check:
+    """One rule on a row: where it fails, and the reason it gives there."""
+
+    failed: Column  # true where the rule fails; never null
+    reason: Column  # a one-reason array where it fails, else an empty one
+
+
+def check(
+    failed: Column,
+    layer: str,
+    rule: str,
+    message: Column | str,
+    column: str | None = None,
+    value: Column | None = None,
+) -> Check:
+    """A rule's check; a null `failed` counts as passed.
+
+    Reasons are arrays, not nullable structs, so that `collect` is a plain `concat`: Spark
+    generates code for it, where filtering nulls out with a lambda would run interpreted.
+    """
+    failed = F.coalesce(failed, F.lit(False))
+    record = _record(layer, rule, message, column, value)
+    return Check(failed, F.when(failed, F.array(record)).otherwise(F.array().cast(REASONS)).cast(REASONS))
+
+
 def reason_when(
     failed: Column,
     layer: str,
@@ -55,20 +82,23 @@ def reason_when(
     column: str | None = None,
     value: Column | None = None,
 ) -> Column:
-    """A one-reason array where `failed` is true, else an empty one (a null `failed` passes).
-
-    Arrays, not nullable structs, so that `collect` is a plain `concat`: Spark generates code
-    for it, where filtering nulls out with a lambda would run every check interpreted.
-    """
-    record = _record(layer, rule, message, column, value)
-    return F.when(F.coalesce(failed, F.lit(False)), F.array(record)).otherwise(
-        F.array().cast(REASONS)
-    ).cast(REASONS)
+    """The reason column of `check(...)`: one reason where `failed`, else none."""
+    return check(failed, layer, rule, message, column, value).reason
 
 
-def collect(checks: Iterable[Column]) -> Column:
-    """The reasons of a list of checks, as one array column."""
-    checks = list(checks)
+def any_failed(checks: Sequence[Check]) -> Column:
+    """True where any check fails: one cheap boolean a row, before any reason is built."""
     if not checks:
+        return F.lit(False)
+    if len(checks) == 1:
+        return checks[0].failed
+    middle = len(checks) // 2  # a balanced tree keeps Spark's expression depth small
+    return any_failed(checks[:middle]) | any_failed(checks[middle:])
+
+
+def collect(checks: Iterable[Column | Check]) -> Column:
+    """The reasons of a list of checks, as one array column."""
+    reasons = [c.reason if isinstance(c, Check) else c for c in checks]
+    if not reasons:
         return F.array().cast(REASONS)
-    return F.concat(*checks).cast(REASONS)
+    return F.concat(*reasons).cast(REASONS)

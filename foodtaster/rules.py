@@ -31,7 +31,7 @@ from pyspark.sql.types import (
 )
 
 from foodtaster.checks import COMPARISONS, ISO_TIMESTAMP_PATTERN
-from foodtaster.reasons import reason_when
+from foodtaster.reasons import Check, check
 
 INTEGER_KINDS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
 
@@ -147,11 +147,11 @@ COMPARISON_WORDS = {
 
 
 def _comparison(name: str) -> ColumnCheck:
-    def check(value: Column, s: dict[str, Any]) -> tuple[Column, str]:
+    def compare(value: Column, s: dict[str, Any]) -> tuple[Column, str]:
         (bound,) = s.values()
         return COMPARISONS[name](value, bound), f"must be {COMPARISON_WORDS[name]} {_render(bound)}"
 
-    return check
+    return compare
 
 
 COLUMN_CHECKS: dict[str, ColumnCheck] = {
@@ -277,27 +277,27 @@ def field_outputs(contract: Contract) -> list[Column]:
     return outputs
 
 
-def field_checks(contract: Contract) -> list[Column]:
+def field_checks(contract: Contract) -> list[Check]:
     """Every row-level rule of the contract as a reason column (uniqueness is the dedup step's).
     Reads the columns of `with_fields`."""
-    checks: list[Column] = []
+    checks: list[Check] = []
     for rule in contract.fields:
         raw, kind, value = _v(rule.name), _k(rule.name), _t(rule.name)
         present, is_null = raw.isNotNull(), F.is_variant_null(raw)
         checks.append(
-            reason_when(
+            check(
                 ~present & F.lit(rule.required), "contract", f"{rule.name}.required",
                 f"required field {rule.name} is missing", column=rule.name,
             )
         )
         checks.append(
-            reason_when(
+            check(
                 present & is_null & F.lit(not rule.nullable), "contract",
                 f"{rule.name}.not_nullable", f"{rule.name} must not be null", column=rule.name,
             )
         )
         checks.append(
-            reason_when(
+            check(
                 present & ~is_null & ~rule.json_type.matches(kind), "contract",
                 f"{rule.name}.type({rule.json_type.name})",
                 F.concat(F.lit(f"{rule.name} must be a JSON {rule.json_type.name}, got "), json_kind(kind)),
@@ -307,7 +307,7 @@ def field_checks(contract: Contract) -> list[Column]:
         for check_name, statistics in rule.checks:
             passes, message = COLUMN_CHECKS[check_name](value, statistics)
             checks.append(
-                reason_when(
+                check(
                     value.isNotNull() & ~passes, "contract",
                     rule_id(rule.name, check_name, statistics), f"{rule.name} {message}",
                     column=rule.name, value=value,
@@ -323,7 +323,7 @@ def frame_rule_id(s: dict[str, Any]) -> str:
     return f"{s['then_column']}.{s['then_check']}({_render(s['then_value'])}).when({condition})"
 
 
-def _frame_checks(contract: Contract) -> list[Column]:
+def _frame_checks(contract: Contract) -> list[Check]:
     """Cross-field checks; a comparison with a missing or wrongly typed value fails, as in pandas."""
     typed = {f.name: _t(f.name) for f in contract.fields}
     checks = []
@@ -333,7 +333,7 @@ def _frame_checks(contract: Contract) -> list[Column]:
                            F.lit(False))
         condition = f"{s['if_column']} in ({','.join(map(str, s['if_in']))})"
         checks.append(
-            reason_when(
+            check(
                 applies & ~holds, "contract", frame_rule_id(s),
                 f"{s['then_column']} must be {COMPARISON_WORDS[s['then_check']]} "
                 f"{_render(s['then_value'])} when {condition}",
