@@ -1,0 +1,571 @@
+"""Benchmark: what tasting every message costs, against a floor and a naive approach.
+
+One Python process, one SparkSession, one generated batch; each variant is timed
+wall-clock end to end and writes its own output folder under the work dir:
+
+  floor        read the text, parse with the contract's schema (`from_json`), write Parquet. No checks.
+  full-no-gx   `run_batch(..., publish=False, gate=False)`: bytes, parse, contract, dedup, split, metrics.
+  full-gx      the same with the Great Expectations batch gate.
+  naive        pandera's pandas backend inside `mapInPandas`: json.loads each line, one pandas frame a
+               batch validated with `Orders` (lazy), rows pandas cannot hold in typed columns validated
+               one at a time; valid and quarantine written once, partitioned by outcome.
+
+Run: `.venv/bin/python bench/bench_validate.py [--messages N] [--naive-messages M] [--json PATH]`
+(see bench/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import resource
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+BATCH_DATE = "2026-11-20"
+TARGETS = {  # (variant, reference variant, comparison, bound)
+    "full-no-gx <= 1.3x floor": ("full-no-gx", "floor", "<=", 1.3),
+    "full-gx <= 1.5x floor": ("full-gx", "floor", "<=", 1.5),
+    "naive >= 2x full-gx": ("naive", "full-gx", ">=", 2.0),
+}
+
+
+# ---------------------------------------------------------------- measuring
+
+
+class ProcessSampler(threading.Thread):
+    """Peak RSS and CPU seconds of this Python process, the JVM and the Python workers, sampled.
+
+    Only the JVM (the `SparkSubmit` java child) and PySpark's daemon and workers are counted:
+    short-lived helpers the JVM forks (Hadoop's `chmod`s) briefly show the JVM's RSS and would
+    double it. Workers' RSS is a sum, so pages they share with the daemon count more than once.
+    CPU is user + system time, summed per label; a worker that ends between two samples loses
+    at most one interval. On a shared machine CPU seconds move far less than wall seconds.
+    """
+
+    def __init__(self, interval: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.interval = interval
+        self.stopped = threading.Event()
+        self.lock = threading.Lock()
+        self.label = "setup"
+        self.peaks: dict[str, dict[str, int]] = {}
+        self.cpu: dict[str, float] = {}
+        self.me = psutil.Process()
+        self.seen: dict[int, float] = {self.me.pid: self._cpu(self.me)}
+
+    @staticmethod
+    def _cpu(process: psutil.Process) -> float:
+        times = process.cpu_times()
+        return times.user + times.system
+
+    def _kind(self, process: psutil.Process) -> str | None:
+        try:
+            command = " ".join(process.cmdline())
+        except psutil.Error:
+            return None
+        if "org.apache.spark.deploy.SparkSubmit" in command and process.name() == "java":
+            return "jvm"
+        return "py_workers" if "pyspark.daemon" in command or "pyspark.worker" in command else None
+
+    def sample(self) -> None:
+        with self.lock:
+            now = {"python": self.me.memory_info().rss, "jvm": 0, "py_workers": 0}
+            cpu = self._cpu(self.me) - self.seen[self.me.pid]
+            self.seen[self.me.pid] += cpu
+            for child in self.me.children(recursive=True):
+                kind = self._kind(child)
+                if kind is None:
+                    continue
+                try:
+                    rss, seconds = child.memory_info().rss, self._cpu(child)
+                except psutil.Error:
+                    continue
+                now[kind] += rss
+                cpu += seconds - self.seen.get(child.pid, 0.0)
+                self.seen[child.pid] = seconds
+            now["total"] = sum(now.values())
+            self.cpu[self.label] = self.cpu.get(self.label, 0.0) + cpu
+            for key in ("all", self.label):
+                peak = self.peaks.setdefault(key, dict.fromkeys(now, 0))
+                for name, value in now.items():
+                    peak[name] = max(peak[name], value)
+
+    def switch(self, label: str) -> None:
+        """Bill what was used so far to the current label, then start billing `label`."""
+        with contextlib.suppress(psutil.Error):
+            self.sample()
+        self.label = label
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            with contextlib.suppress(psutil.Error):
+                self.sample()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=5)
+
+
+def load() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def mib(value: int) -> str:
+    return f"{value / 2**20:,.0f} MiB"
+
+
+# ---------------------------------------------------------------- input
+
+
+def generate(folder: Path, messages: int, seed: int, poison_rate: float) -> dict[str, Any]:
+    """Generate the batch once (plain files so Spark can split them); reuse it when kept."""
+    from foodtaster.sample import generate_batch
+
+    params = {"messages": messages, "seed": seed, "poison_rate": poison_rate, "files": 4,
+              "batch_date": BATCH_DATE}
+    stamp = folder.parent / f"{folder.name}.params.json"
+    if stamp.exists() and folder.exists() and json.loads(stamp.read_text()).get("params") == params:
+        return json.loads(stamp.read_text())
+    shutil.rmtree(folder, ignore_errors=True)
+    started = time.perf_counter()
+    batch = generate_batch(folder, messages=messages, seed=seed, poison_rate=poison_rate,
+                           batch_date=BATCH_DATE, files=4, gzip_files=0, keep_truth=False)
+    info = {
+        "params": params, "outcomes": batch.counts(), "seconds": round(time.perf_counter() - started, 1),
+        "bytes": sum(Path(f).stat().st_size for f in batch.files),
+    }
+    stamp.write_text(json.dumps(info))
+    return info
+
+
+# ---------------------------------------------------------------- the variants
+
+
+def orders_schema() -> Any:
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+    strings = ["message_id", "order_id", "customer_id", "currency", "status", "created_at", "producer"]
+    return StructType(
+        [StructField(name, StringType()) for name in strings]
+        + [StructField("amount", DoubleType()), StructField("items", LongType())]
+    )
+
+
+def run_floor(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    parsed = spark.read.text(input_path).select(F.from_json("value", orders_schema()).alias("m"))
+    parsed.select("m.*").write.mode("overwrite").parquet(str(out))
+    return {}
+
+
+def run_full(spark: Any, input_path: str, out: Path, *, gate: bool, messages: int) -> dict[str, Any]:
+    from foodtaster.job import BatchRun, run_batch
+    from foodtaster.lake import Lake
+    from foodtaster.registry import get_dataset
+
+    batch_id = "bench-gx" if gate else "bench-no-gx"
+    run = BatchRun(get_dataset("orders"), input_path, Lake(str(out)), batch_id, BATCH_DATE,
+                   publish=False, gate=gate)
+    summary = run_batch(spark, run)
+    assert summary["messages"] == messages, f"{batch_id}: {summary['messages']} messages, not {messages}"
+    return {
+        "valid": summary["valid"], "quarantined": summary["quarantined"],
+        "duplicates_dropped": summary["duplicates_dropped"], "timings": summary["timings"],
+        "gate_passed": summary["gate"]["passed"],
+    }
+
+
+NAIVE_OUTPUT = (
+    "message_id string, order_id string, customer_id string, amount double, currency string, "
+    "status string, created_at timestamp, items long, producer string, "
+    "_raw binary, reasons array<string>, _source_file string, _outcome string"
+)
+
+
+def naive_validate(batches: Iterator[Any], max_message_bytes: int,
+                   stats: dict[str, Any] | None = None) -> Iterator[Any]:
+    """pandera's pandas backend on each Arrow batch: what one would write without the engine.
+
+    Lines are checked for bytes and parsed with json.loads (strict: no NaN/Infinity); the objects
+    whose values pandas can hold in the model's dtypes become one frame validated with
+    `Orders.validate(lazy=True)`, failing rows found by failure_cases' index; the rest (a wrong
+    JSON type, a null number) are validated one at a time (`foodtaster.reference`). Uniqueness
+    holds within a pandas batch only. `stats`, Spark accumulators by name, get where the time went.
+    """
+    import json
+    import time
+
+    import pandas as pd
+    import pandera.pandas as pa
+
+    from contracts.orders import Orders
+    from foodtaster.reference import failed_rules, json_type_matches
+    from foodtaster.rules import json_type_of, read_contract
+
+    schema = Orders.to_schema()
+    contract = read_contract(Orders)
+    kinds = {name: json_type_of(column.dtype).name for name, column in schema.columns.items()}
+
+    def reject(constant: str) -> Any:
+        raise ValueError(f"{constant} is not JSON")
+
+    spent = {"parse_s": 0.0, "frame_validate_s": 0.0, "single_validate_s": 0.0, "output_s": 0.0}
+    for pdf in batches:
+        mark = time.perf_counter()
+        raws = pdf["_raw"].tolist()
+        reasons: list[list[str]] = [[] for _ in raws]
+        messages: list[dict | None] = [None] * len(raws)
+        for i, raw in enumerate(raws):
+            if len(raw) > max_message_bytes:
+                reasons[i].append("bytes:line.too_large")
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                reasons[i].append("bytes:line.not_utf8")
+                continue
+            if not text.strip(" \t"):
+                reasons[i].append("bytes:line.empty")
+            elif "\x00" in text:
+                reasons[i].append("bytes:line.nul_byte")
+            else:
+                try:
+                    message = json.loads(text, parse_constant=reject)
+                except ValueError:
+                    reasons[i].append("parse:json.invalid")
+                    continue
+                if isinstance(message, dict):
+                    messages[i] = message
+                else:
+                    reasons[i].append("parse:json.not_object")
+
+        def typed(message: dict) -> bool:
+            return all(
+                json_type_matches(kind, value) if (value := message.get(name)) is not None
+                else kind == "string"
+                for name, kind in kinds.items()
+            )
+
+        framed = [i for i, m in enumerate(messages) if m is not None and typed(m)]
+        framed_set = set(framed)
+        single = [i for i, m in enumerate(messages) if m is not None and i not in framed_set]
+        spent["parse_s"] += time.perf_counter() - mark
+        mark = time.perf_counter()
+        rows_framed = len(framed)
+        if framed:
+            frame = pd.DataFrame(
+                {name: pd.array([messages[i].get(name) for i in framed], dtype=str(column.dtype))
+                 for name, column in schema.columns.items()},
+                index=framed,
+            )
+            try:
+                schema.validate(frame, lazy=True)
+            except pa.errors.SchemaErrors as errors:
+                cases = errors.failure_cases
+                if cases["index"].isna().any():  # a frame-wide failure names no row: go row by row
+                    single.extend(framed)
+                    rows_framed = 0
+                else:
+                    for index, column, check in zip(cases["index"], cases["column"], cases["check"],
+                                                    strict=True):
+                        reasons[int(index)].append(f"contract:{column}.{check}")
+        spent["frame_validate_s"] += time.perf_counter() - mark
+        mark = time.perf_counter()
+        for i in single:
+            reasons[i].extend(f"contract:{rule}" for rule in sorted(failed_rules(messages[i], Orders,
+                                                                               contract)))
+        spent["single_validate_s"] += time.perf_counter() - mark
+        mark = time.perf_counter()
+
+        quarantined = [bool(r) for r in reasons]
+        out: dict[str, Any] = {}
+        for name, kind in kinds.items():
+            values = [
+                v if m is not None and (v := m.get(name)) is not None and json_type_matches(kind, v)
+                else None
+                for m in messages
+            ]
+            dtype = {"number": "Float64", "integer": "Int64"}.get(kind, "object")
+            out[name] = pd.array(values, dtype=dtype) if dtype != "object" else values
+        out["created_at"] = pd.to_datetime(pd.Series(out["created_at"], dtype="object"), utc=True,
+                                           errors="coerce", format="ISO8601")
+        out["_raw"] = [raw if bad else None for raw, bad in zip(raws, quarantined, strict=True)]
+        out["reasons"] = [r or None for r in reasons]
+        out["_source_file"] = pdf["_source_file"].tolist()
+        out["_outcome"] = ["quarantined" if bad else "valid" for bad in quarantined]
+        result = pd.DataFrame(out)
+        spent["output_s"] += time.perf_counter() - mark
+        if stats:
+            stats["rows_in_frames"].add(rows_framed)
+            stats["rows_one_by_one"].add(len(single))
+            for name, seconds in spent.items():
+                stats[name].add(seconds)
+                spent[name] = 0.0
+        yield result
+
+
+def run_naive(spark: Any, input_path: str, out: Path, *, max_message_bytes: int) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    lines = spark.read.text(input_path).select(
+        F.col("value").cast("binary").alias("_raw"), F.col("_metadata.file_path").alias("_source_file")
+    )
+    context = spark.sparkContext
+    stats = {name: context.accumulator(0) for name in ("rows_in_frames", "rows_one_by_one")}
+    stats.update({name: context.accumulator(0.0)
+                  for name in ("parse_s", "frame_validate_s", "single_validate_s", "output_s")})
+    validate = partial(naive_validate, max_message_bytes=max_message_bytes, stats=stats)
+    checked = lines.mapInPandas(validate, NAIVE_OUTPUT)
+    checked.write.mode("overwrite").partitionBy("_outcome").parquet(str(out))
+    return {"worker_stats": {name: round(acc.value, 1) for name, acc in stats.items()}}
+
+
+def naive_counts(spark: Any, out: Path) -> dict[str, int]:
+    """Read back after the clock stopped: how many rows each outcome got."""
+    rows = spark.read.parquet(str(out)).groupBy("_outcome").count().collect()
+    return {r["_outcome"]: r["count"] for r in rows}
+
+
+# ---------------------------------------------------------------- the run
+
+
+def build_spark(master: str, driver_memory: str) -> Any:
+    """`foodtaster.spark.build_session`, with the driver's heap set before the JVM starts.
+
+    build_session takes no extra conf; `--driver-memory` in PYSPARK_SUBMIT_ARGS reaches
+    spark-submit the same way a `spark.driver.memory` builder conf would.
+    """
+    from foodtaster.spark import build_session
+
+    submit = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")
+    if "--driver-memory" not in submit:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {driver_memory} {submit}"
+    spark = build_session("foodtaster-bench", master=master)
+    heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
+    print(f"spark {spark.version} master={spark.sparkContext.master} "
+          f"spark.driver.memory={spark.conf.get('spark.driver.memory', None)} JVM max heap={mib(heap)}",
+          flush=True)
+    return spark
+
+
+def timed(name: str, sampler: ProcessSampler, action: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    sampler.switch(name)
+    load_before = load()
+    print(f"[{time.strftime('%H:%M:%S')}] {name}: running (load {load_before})", flush=True)
+    started = time.perf_counter()
+    extra = action()
+    seconds = time.perf_counter() - started
+    sampler.switch("between")
+    cpu = sampler.cpu.get(name, 0.0)
+    print(f"[{time.strftime('%H:%M:%S')}] {name}: {seconds:.1f}s, {cpu:.0f} CPU s (load {load()})",
+          flush=True)
+    return {"seconds": seconds, "cpu_seconds": cpu, "load_before": load_before, "load_after": load(), **extra}
+
+
+def ratio_table(results: dict[str, dict[str, Any]], messages: int) -> list[dict[str, Any]]:
+    floor = results.get("floor", {})
+    rows = []
+    for name, result in results.items():
+        seconds, cpu = result["seconds"], result["cpu_seconds"]
+        rows.append({
+            "variant": name + (" (extrapolated)" if result.get("extrapolated_from") else ""),
+            "seconds": seconds, "messages_per_s": messages / seconds,
+            "x_floor": seconds / floor["seconds"] if floor else None,
+            "cpu_seconds": cpu, "cpu_x_floor": cpu / floor["cpu_seconds"] if floor else None,
+        })
+    return rows
+
+
+def check_targets(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    verdicts = []
+    for label, (variant, reference, op, bound) in TARGETS.items():
+        if variant not in results or reference not in results:
+            verdicts.append({"target": label, "ratio": None, "verdict": "SKIP", "cpu_ratio": None,
+                             "cpu_verdict": "SKIP"})
+            continue
+        ratio = results[variant]["seconds"] / results[reference]["seconds"]
+        cpu_ratio = results[variant]["cpu_seconds"] / results[reference]["cpu_seconds"]
+        met = ratio <= bound if op == "<=" else ratio >= bound
+        cpu_met = cpu_ratio <= bound if op == "<=" else cpu_ratio >= bound
+        verdicts.append({"target": label, "ratio": ratio, "verdict": "PASS" if met else "MISS",
+                         "cpu_ratio": cpu_ratio, "cpu_verdict": "PASS" if cpu_met else "MISS"})
+    return verdicts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=2_000_000, metavar="N")
+    parser.add_argument("--poison-rate", type=float, default=0.02, metavar="R")
+    parser.add_argument("--seed", type=int, default=7, metavar="S")
+    parser.add_argument("--workdir", metavar="DIR", help="default: a temp dir, deleted at the end")
+    parser.add_argument("--keep", action="store_true", help="keep the work dir (inputs are then reused)")
+    parser.add_argument("--skip-naive", action="store_true")
+    parser.add_argument("--naive-messages", type=int, metavar="M",
+                        help="run the naive variant on M messages and extrapolate linearly to N")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default="6g")
+    parser.add_argument("--warmup-messages", type=int, default=10_000, metavar="W")
+    parser.add_argument("--json", metavar="PATH", help="also write the numbers here")
+    args = parser.parse_args(argv)
+    if args.naive_messages is not None and not 0 < args.naive_messages <= args.messages:
+        parser.error("--naive-messages must be within 1..--messages")
+
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="foodtaster-bench-")).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    sampler = ProcessSampler()
+    sampler.start()
+    try:
+        return _bench(args, workdir, sampler)
+    finally:
+        sampler.stop()
+        if not args.keep:
+            if args.workdir:
+                for name in ("input", "input.params.json", "warmup", "warmup.params.json", "naive-input",
+                             "naive-input.params.json", "out"):
+                    path = workdir / name
+                    if path.is_dir():
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        path.unlink(missing_ok=True)
+            else:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _bench(args: argparse.Namespace, workdir: Path, sampler: ProcessSampler) -> int:
+    from foodtaster.registry import get_dataset
+
+    n = args.messages
+    print(f"workdir {workdir}; load average {load()} at start", flush=True)
+    info = generate(workdir / "input", n, args.seed, args.poison_rate)
+    print(f"input: {n:,} messages, {info['bytes'] / 2**20:,.0f} MiB in 4 files "
+          f"(generated in {info['seconds']}s; expected {info['outcomes']})", flush=True)
+    warmup = generate(workdir / "warmup", args.warmup_messages, args.seed, args.poison_rate)
+    naive_n = args.naive_messages or n
+    if not args.skip_naive and naive_n != n:
+        generate(workdir / "naive-input", naive_n, args.seed, args.poison_rate)
+
+    spark = build_spark(args.master, args.driver_memory)
+    out = workdir / "out"
+    max_bytes = get_dataset("orders").max_message_bytes
+    input_path = str(workdir / "input")
+
+    sampler.switch("warmup")
+    started = time.perf_counter()
+    run_floor(spark, str(workdir / "warmup"), out / "warmup-floor")
+    floor_warmup = time.perf_counter() - started
+    run_full(spark, str(workdir / "warmup"), out / "warmup-lake", gate=False,
+             messages=warmup["params"]["messages"])
+    print(f"warm-up on {warmup['params']['messages']:,} lines: floor {floor_warmup:.1f}s, "
+          f"full job without GX {time.perf_counter() - started - floor_warmup:.1f}s "
+          "(first-run JIT and codegen not billed)",
+          flush=True)
+
+    results: dict[str, dict[str, Any]] = {}
+    results["floor"] = timed("floor", sampler, lambda: run_floor(spark, input_path, out / "floor"))
+    results["full-no-gx"] = timed("full-no-gx", sampler, lambda: run_full(
+        spark, input_path, out / "lake-no-gx", gate=False, messages=n))
+    results["full-gx"] = timed("full-gx", sampler, lambda: run_full(
+        spark, input_path, out / "lake-gx", gate=True, messages=n))
+    if not args.skip_naive:
+        naive_path = input_path if naive_n == n else str(workdir / "naive-input")
+        result = timed("naive", sampler, lambda: run_naive(
+            spark, naive_path, out / "naive", max_message_bytes=max_bytes))
+        result["counts"] = naive_counts(spark, out / "naive")
+        if naive_n != n:
+            result.update(measured_seconds=result["seconds"], measured_cpu_seconds=result["cpu_seconds"],
+                          extrapolated_from=naive_n, seconds=result["seconds"] * n / naive_n,
+                          cpu_seconds=result["cpu_seconds"] * n / naive_n)
+        results["naive"] = result
+    sampler.switch("end")
+    spark.stop()
+
+    report = summarise(args, n, info, results, sampler)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2, default=str) + "\n")
+        print(f"numbers written to {args.json}")
+    return 0
+
+
+def summarise(args: argparse.Namespace, n: int, info: dict[str, Any], results: dict[str, dict[str, Any]],
+              sampler: ProcessSampler) -> dict[str, Any]:
+    rows = ratio_table(results, n)
+    verdicts = check_targets(results)
+    print()
+    print(f"Foodtaster validation benchmark: N = {n:,} messages ({info['bytes'] / 2**20:,.0f} MiB), "
+          f"poison rate {args.poison_rate}, seed {args.seed}")
+    print(f"machine: {os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), "
+          f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM, {platform.platform()}, "
+          f"Python {platform.python_version()}; Spark master {args.master}, "
+          f"driver memory {args.driver_memory}")
+    print(f"load average at the end: {load()}")
+    cpus = len(os.sched_getaffinity(0))
+    busiest = max(float(r[key].split("/")[0])
+                  for r in results.values() for key in ("load_before", "load_after"))
+    if busiest > cpus:
+        print(f"NOTE: the 1-minute load average reached {busiest:.1f} on {cpus} CPUs: other processes "
+              "competed for CPU and wall seconds are inflated; the CPU columns move less.")
+    print()
+    print(f"{'variant':<28} {'seconds':>9} {'messages/s':>12} {'x floor':>8} {'CPU s':>8} {'CPU x floor':>11}"
+          "   load before -> after")
+    for row, result in zip(rows, results.values(), strict=True):
+        ratio = f"{row['x_floor']:.2f}" if row["x_floor"] is not None else "-"
+        cpu_ratio = f"{row['cpu_x_floor']:.2f}" if row["cpu_x_floor"] is not None else "-"
+        print(f"{row['variant']:<28} {row['seconds']:>9.1f} {row['messages_per_s']:>12,.0f} {ratio:>8} "
+              f"{row['cpu_seconds']:>8.0f} {cpu_ratio:>11}   "
+              f"{result['load_before']} -> {result['load_after']}")
+    naive = results.get("naive")
+    if naive and naive.get("extrapolated_from"):
+        print(f"  naive ran on {naive['extrapolated_from']:,} messages in {naive['measured_seconds']:.1f}s; "
+              f"its seconds are extrapolated linearly to {n:,}")
+    print()
+    print(f"{'target (wall clock; CPU seconds alongside)':<42} {'wall':>7}        {'CPU':>7}")
+    for verdict in verdicts:
+        ratio = f"{verdict['ratio']:.2f}x" if verdict["ratio"] is not None else "-"
+        cpu_ratio = f"{verdict['cpu_ratio']:.2f}x" if verdict["cpu_ratio"] is not None else "-"
+        print(f"{verdict['target']:<42} {ratio:>7} {verdict['verdict']:<6} "
+              f"{cpu_ratio:>7} {verdict['cpu_verdict']}")
+    print()
+    for name in ("full-no-gx", "full-gx"):
+        if name in results:
+            r = results[name]
+            print(f"{name}: valid={r['valid']:,} quarantined={r['quarantined']:,} "
+                  f"duplicates_dropped={r['duplicates_dropped']:,}; timings {r['timings']}")
+    print(f"expected from the generator: {info['outcomes']}")
+    if naive:
+        print(f"naive outcomes: {naive['counts']} (uniqueness only within a pandas batch; a redelivery "
+              "is quarantined, not dropped)")
+        print("naive, inside the Python workers (rows; seconds summed over workers, wall clock): "
+              f"{naive['worker_stats']}")
+    print()
+    print("CPU s: user + system seconds of this process, the JVM and the Python workers during the variant.")
+    print("peak RSS (sampled every 0.25s; worker RSS summed; Python max RSS from getrusage "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**20:,.0f} MiB):")
+    for label in [*results, "all"]:
+        peak = sampler.peaks.get(label)
+        if peak:
+            print(f"  {label:<12} python {mib(peak['python']):>10}  jvm {mib(peak['jvm']):>10}  "
+                  f"python workers {mib(peak['py_workers']):>10}  total {mib(peak['total']):>10}")
+    return {
+        "messages": n, "poison_rate": args.poison_rate, "seed": args.seed, "input_bytes": info["bytes"],
+        "expected": info["outcomes"], "master": args.master, "driver_memory": args.driver_memory,
+        "nproc": len(os.sched_getaffinity(0)), "load_average_end": load(), "variants": results,
+        "table": rows, "targets": verdicts, "peak_rss": sampler.peaks, "cpu_seconds": sampler.cpu,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
