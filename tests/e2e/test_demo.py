@@ -1,0 +1,31 @@
+"""`make demo`: Airflow on SQLite, `airflow dags test` on a clean and a poisoned day."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(tmp_path):
+    env = {**os.environ, "FOODTASTER_LAKE": str(tmp_path), "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run([sys.executable, "-m", "foodtaster_airflow.demo"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    out = done.stdout
+    clean, poisoned = out.split("airflow dags test foodtaster_orders 2026-11-21")
+    assert "SUCCESS" in clean and "PUBLISHED" in clean and "alert=skipped" in clean
+    assert "SUCCESS" in poisoned and "HELD (critical)" in poisoned and "publish=skipped" in poisoned
+    for day in (clean, poisoned):
+        m = re.search(r"(\d+) messages, (\d+) valid, (\d+) quarantined, (\d+) duplicates dropped", day)
+        messages, valid, quarantined, dropped = map(int, m.groups())
+        assert messages == 500 == valid + quarantined + dropped
+    assert (tmp_path / "valid/orders/batch_date=2026-11-20/batch_id=20261120").is_dir()
+    assert not (tmp_path / "valid/orders/batch_date=2026-11-21").exists()
+    alert = tmp_path / "_state/alerts/orders/20261121-batch.html"
+    assert alert.is_file() and "20261121" in alert.read_text()
