@@ -168,3 +168,27 @@ def test_a_batch_of_only_poison_finishes_and_is_held(spark, tmp_path):
     assert summary["gate"]["passed"] is False and summary["published"] is False
     assert not Path(lake.valid("orders", "2026-11-20", "bad")).exists()
     assert Path(lake.staged_valid("orders", "2026-11-20", "bad")).exists()
+
+
+@pytest.mark.parametrize("with_good_file", [True, False])
+def test_a_file_that_cannot_be_read_is_one_quarantined_message(spark, tmp_path, with_good_file):
+    from foodtaster.landing import land_batch
+
+    lake = Lake(str(tmp_path / "lake"))
+    inbox = Path(lake.inbox("orders", "2026-11-20"))
+    inbox.mkdir(parents=True)
+    corrupt = b"\x1f\x8b\x08\x00not really gzip at all"
+    (inbox / "broken.jsonl.gz").write_bytes(corrupt)
+    if with_good_file:
+        sample.generate_batch(inbox, messages=40, seed=5, poison_rate=0.0, kinds=[], files=1, gzip_files=0)
+    landed = land_batch(lake, "orders", "2026-11-20")
+    assert [u["name"] for u in landed.unreadable] == ["broken.jsonl.gz"]
+
+    summary = run_batch(spark, BatchRun(config=get_dataset("orders"), input_path=landed.raw_path, lake=lake,
+                                        batch_id=landed.batch_id, batch_date="2026-11-20"))
+    good = 40 if with_good_file else 0
+    assert (summary["messages"], summary["valid"], summary["quarantined"]) == (good + 1, good, 1)
+    assert summary["reasons"] == {"file.unreadable": 1}
+    row = spark.read.parquet(lake.quarantine("orders", "2026-11-20", landed.batch_id)).collect()[0]
+    assert bytes(row._raw) == corrupt and row._line_number is None
+    assert row._source_file.endswith("broken.jsonl.gz") and "gzip" in row.reasons[0].message
