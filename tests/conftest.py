@@ -3,6 +3,7 @@ rule for tests that need a service: skip locally with the reason, fail under CI=
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -13,6 +14,8 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() == "true"
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+# py4j logs at INFO while the interpreter shuts down, after pytest closed the streams.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def need(condition: bool, reason: str) -> None:
