@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from foodtaster.reasons import reason_when
+from foodtaster.reasons import check
 
 
 def repeated_keys(rows: DataFrame, key: str) -> DataFrame:
@@ -38,11 +38,11 @@ def mark_duplicates(rows: DataFrame, key: str, repeated: DataFrame | None = None
     repeated = repeated_keys(rows, key) if repeated is None else repeated
     marked = rows.join(repeated, key, "left")
     redelivery = (F.col("_variants") == 1) & (F.col("_row_id") != F.col("_first_copy"))
-    conflict: Column = reason_when(
+    conflict: Column = check(
         F.col("_variants") > 1, "contract", f"{key}.conflicting_duplicate",
         F.format_string(f"{key} appears %d times in the batch with different content", "_copies"),
         column=key, value=F.col(key),
-    )
+    ).reason
     return marked.select(
         *rows.columns,
         F.coalesce(redelivery, F.lit(False)).alias("_redelivery"),

@@ -22,7 +22,7 @@ from foodtaster.lake import Lake, exists, read_json, remove_dir, write_json
 from foodtaster.logs import batch_logger
 from foodtaster.policy import decide
 from foodtaster.publish import publish_batch
-from foodtaster.reasons import REASONS, any_failed, collect, reason_when
+from foodtaster.reasons import REASONS, any_failed, check, collect
 from foodtaster.registry import DatasetConfig
 
 LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
@@ -91,7 +91,7 @@ def quarantine_rows(rows: DataFrame, contract: rules.Contract) -> DataFrame:
 
 def unreadable_rows(files: DataFrame, batch_id: str, ingested_at: datetime) -> DataFrame:
     """Files the landing could not read (`path`, `content`, `reason`): one quarantine row each."""
-    reasons = reason_when(F.lit(True), "bytes", "file.unreadable", F.col("reason"))
+    reasons = check(F.lit(True), "bytes", "file.unreadable", F.col("reason")).reason
     return files.select(
         F.col("content").alias("_raw"),
         reasons.alias("reasons"),

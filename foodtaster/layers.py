@@ -12,29 +12,29 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from foodtaster.reasons import collect, reason_when
+from foodtaster.reasons import Check, check, collect
 
 TEXT = "_text"
 WRAPPED = "_json"  # the line parsed as `[<line>]`: the message is element 0
 
 
-def bytes_checks(max_message_bytes: int) -> list[Column]:
+def bytes_checks(max_message_bytes: int) -> list[Check]:
     size = F.octet_length(F.col(TEXT))
     return [
-        reason_when(
+        check(
             size > max_message_bytes, "bytes", "line.too_large",
             F.format_string(f"message is %d bytes, over the limit of {max_message_bytes}", size),
             value=size,
         ),
-        reason_when(
+        check(
             F.regexp_like(F.col(TEXT), F.lit(r"^[ \t]*$")), "bytes", "line.empty",
             "empty line: no message",
         ),
-        reason_when(
+        check(
             ~F.is_valid_utf8(F.col(TEXT)), "bytes", "line.not_utf8", "message is not valid UTF-8",
             value=F.make_valid_utf8(F.col(TEXT)),
         ),
-        reason_when(
+        check(
             F.instr(F.col(TEXT), "\u0000") > 0, "bytes", "line.nul_byte",
             "message holds a NUL byte", value=F.make_valid_utf8(F.col(TEXT)),
         ),
@@ -74,12 +74,12 @@ def parse(lines: DataFrame, max_message_bytes: int) -> DataFrame:
     first_char = F.substring(F.ltrim(F.col(TEXT)), 1, 1)
     parse_reasons = collect(
         [
-            reason_when(
+            check(
                 not_json, "parse", "json.invalid",
                 F.concat(F.lit("not strict JSON (RFC 8259): "), _syntax_hint()),
                 value=F.make_valid_utf8(F.col(TEXT)),
             ),
-            reason_when(
+            check(
                 ~not_json & (first_char != "{"), "parse", "json.not_object",
                 F.concat(
                     F.lit("a JSON message must be an object, got "),

@@ -1,8 +1,9 @@
 """The reason record: one shape for every layer.
 
-A check is a column: null when the row passes, a reason struct when it fails.
-A row's `reasons` is the array of its non-null checks, so the split into valid
-and quarantine is one filter on `size(reasons) == 0`.
+A check is a rule on a row: a boolean `failed` column and a `reason` column
+(one reason where it fails, none elsewhere). A row's `reasons` is the concat of
+its checks' reasons, so the split into valid and quarantine is one filter on
+`size(reasons) == 0`.
 """
 
 from __future__ import annotations
@@ -72,18 +73,6 @@ def check(
     failed = F.coalesce(failed, F.lit(False))
     record = _record(layer, rule, message, column, value)
     return Check(failed, F.when(failed, F.array(record)).otherwise(F.array().cast(REASONS)).cast(REASONS))
-
-
-def reason_when(
-    failed: Column,
-    layer: str,
-    rule: str,
-    message: Column | str,
-    column: str | None = None,
-    value: Column | None = None,
-) -> Column:
-    """The reason column of `check(...)`: one reason where `failed`, else none."""
-    return check(failed, layer, rule, message, column, value).reason
 
 
 def any_failed(checks: Sequence[Check]) -> Column:
