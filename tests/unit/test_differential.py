@@ -108,7 +108,8 @@ FIELDS = {rule.name: rule for rule in CONTRACT.fields}
 def messages(draw) -> dict:
     """A valid message with up to three fields replaced by anything the field strategies make."""
     message = {name: draw(valid_values(rule)) for name, rule in FIELDS.items()}
-    for name in draw(st.sets(st.sampled_from(sorted(FIELDS)), max_size=3)):
+    # a list, not a set: a set's order follows the hash seed, and derandomized draws must not
+    for name in draw(st.lists(st.sampled_from(sorted(FIELDS)), unique=True, max_size=3)):
         message[name] = draw(field_values(FIELDS[name]))
     return {k: v for k, v in message.items() if v is not MISSING}
 
@@ -132,7 +133,7 @@ def test_the_generator_reaches_valid_and_every_kind_of_failure():
     seen: set[str] = set()
     verdicts = []
 
-    @settings(max_examples=600, deadline=None, derandomize=True, database=None)
+    @settings(max_examples=1500, deadline=None, derandomize=True, database=None)
     @given(message=messages())
     def judge(message):
         failed = failed_rules(message, Orders, CONTRACT)
