@@ -31,19 +31,21 @@ def read_lines(spark: SparkSession, path: str) -> DataFrame:
 
 
 def split_offsets(lines: DataFrame) -> DataFrame:
-    """One row a file split: its first row id and how many lines of its file precede it.
+    """One row a file split: its first row id, its line count, how many lines of its file
+    precede it, and its file's modification time.
 
     As small as the number of splits; the caller broadcasts it back onto the rows.
     """
     per_split = lines.groupBy(*SPLIT_KEYS).agg(
-        F.min("_row_id").alias("_first_row_id"), F.count("*").alias("_split_lines")
+        F.min("_row_id").alias("_first_row_id"), F.count("*").alias("_split_lines"),
+        F.max("_modified_at").alias("_split_modified_at"),
     )
     earlier = Window.partitionBy("_source_file").orderBy("_split_start").rowsBetween(
         Window.unboundedPreceding, -1
     )
     return per_split.select(
         *SPLIT_KEYS,
-        "_first_row_id",
+        "_first_row_id", "_split_lines", "_split_modified_at",
         F.coalesce(F.sum("_split_lines").over(earlier), F.lit(0)).alias("_lines_before"),
     )
 
@@ -56,5 +58,5 @@ def with_line_numbers(rows: DataFrame, offsets: DataFrame) -> DataFrame:
             "_line_number",
             (F.col("_row_id") - F.col("_first_row_id") + F.col("_lines_before") + 1).cast("long"),
         )
-        .drop("_first_row_id", "_lines_before", "_split_start")
+        .drop("_first_row_id", "_lines_before", "_split_start", "_split_lines", "_split_modified_at")
     )

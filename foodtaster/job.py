@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
@@ -31,23 +30,39 @@ SAMPLE_MAX_CHARS = 500
 VALID, QUARANTINED, DUPLICATE = "valid", "quarantined", "duplicate"
 
 
-def validate_lines(lines: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
-    """Lines -> one row a message with its typed fields and `_reasons` from bytes, parse and contract.
+def flag_lines(lines: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
+    """Lines -> one row a message: its lineage, `_raw`, typed fields and `_failed`.
 
-    Contract rules are evaluated only for messages that passed the bytes and parse layers;
-    fields that could be parsed are kept either way.
+    The pass over every message: each rule of every layer is one boolean, and no reason is
+    built here. Keeping this code small lets the JVM compile it; `explain` says why, later,
+    for the few rows that failed.
     """
     parsed = layers.parse(lines, max_message_bytes)
-    keep = [c for c in parsed.columns if c not in ("_text", layers.WRAPPED, "_reasons")]
-    checks = rules.field_checks(contract)
-    flagged = rules.with_fields(parsed, contract).select("*", any_failed(checks).alias("_failed"))
-    # Most messages pass: they cost one boolean; reasons are built for the failing few.
-    reasons = (
-        F.when(F.size("_reasons") > 0, F.col("_reasons"))
-        .when(~F.col("_failed"), F.array().cast(REASONS))
-        .otherwise(collect(checks))
+    keep = [c for c in lines.columns if c != layers.TEXT]
+    failed = F.col("_line_failed") | any_failed(rules.field_checks(contract))
+    return rules.with_fields(parsed, contract).select(
+        *keep, *rules.field_outputs(contract), failed.alias("_failed")
     )
-    return flagged.select(*keep, *rules.field_outputs(contract), reasons.alias("_reasons"))
+
+
+def explain(rows: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
+    """Add `_reasons` to flagged rows: every failing rule of the layer that failed, from `_raw`.
+
+    Parses again: meant for the quarantine, a small share of the batch.
+    """
+    text = rows.withColumn(layers.TEXT, F.col("_raw").cast("string"))
+    fielded = rules.with_fields(layers.parse(text, max_message_bytes), contract)
+    reasons = (
+        F.when(~F.col("_failed"), F.array().cast(REASONS))
+        .when(F.col("_line_failed"), layers.line_reasons(max_message_bytes))
+        .otherwise(collect(rules.field_checks(contract)))
+    )
+    return fielded.select(*rows.columns, reasons.alias("_reasons"))
+
+
+def validate_lines(lines: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
+    """`flag_lines` and `explain` on every row: the whole verdict of each message."""
+    return explain(flag_lines(lines, contract, max_message_bytes), contract, max_message_bytes)
 
 
 def unique_key(contract: rules.Contract) -> str | None:
@@ -58,25 +73,30 @@ def unique_key(contract: rules.Contract) -> str | None:
 
 
 def decide_outcomes(
-    checked: DataFrame, contract: rules.Contract, repeated: DataFrame | None = None
+    flagged: DataFrame, contract: rules.Contract, repeated: DataFrame | None = None
 ) -> DataFrame:
-    """Add `reasons` (with conflicting duplicates) and `_outcome`: valid, quarantined or duplicate."""
+    """Add `_outcome` (valid, quarantined or duplicate) and `_conflict` (a conflicting
+    duplicate's reason, else none) to rows from `flag_lines`."""
     key = unique_key(contract)
     if key:
-        marked = mark_duplicates(checked, key, repeated)
+        marked = mark_duplicates(flagged, key, repeated)
     else:
-        marked = checked.withColumn("_redelivery", F.lit(False)).withColumn(
+        marked = flagged.withColumn("_redelivery", F.lit(False)).withColumn(
             "_conflict", F.array().cast(REASONS)
         )
-    reasons = F.concat(F.col("_reasons"), F.col("_conflict"))
     outcome = (
         F.when(F.col("_redelivery"), DUPLICATE)
-        .when(F.size(reasons) > 0, QUARANTINED)
+        .when(F.col("_failed") | (F.size("_conflict") > 0), QUARANTINED)
         .otherwise(VALID)
     )
-    return marked.withColumn("reasons", reasons.cast(REASONS)).withColumn("_outcome", outcome).drop(
-        "_reasons", "_redelivery", "_conflict"
-    )
+    return marked.withColumn("_outcome", outcome).drop("_redelivery")
+
+
+def with_reasons(rows: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
+    """Add `reasons` to rows from `decide_outcomes`: why each failed, and its conflict if any."""
+    explained = explain(rows, contract, max_message_bytes)
+    reasons = F.concat(F.col("_reasons"), F.col("_conflict")).cast(REASONS)
+    return explained.withColumn("reasons", reasons).drop("_reasons", "_conflict")
 
 
 def valid_rows(rows: DataFrame, contract: rules.Contract) -> DataFrame:
@@ -84,9 +104,12 @@ def valid_rows(rows: DataFrame, contract: rules.Contract) -> DataFrame:
     return rows.where(F.col("_outcome") == VALID).select(*fields, *LINEAGE)
 
 
-def quarantine_rows(rows: DataFrame, contract: rules.Contract) -> DataFrame:
+def quarantine_rows(rows: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
     fields = [F.col(f.name).cast(f.output_type).alias(f.name) for f in contract.fields]
-    return rows.where(F.col("_outcome") == QUARANTINED).select("_raw", "reasons", *fields, *LINEAGE)
+    quarantined = rows.where(F.col("_outcome") == QUARANTINED)
+    return with_reasons(quarantined, contract, max_message_bytes).select(
+        "_raw", "reasons", *fields, *LINEAGE
+    )
 
 
 def unreadable_rows(files: DataFrame, batch_id: str, ingested_at: datetime) -> DataFrame:
@@ -136,22 +159,19 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     log.event("started", input=run.input_path, contract=config.contract)
 
     lines = ingest.read_lines(spark, run.input_path)
-    checked = validate_lines(lines, contract, config.max_message_bytes).persist(
-        StorageLevel.MEMORY_AND_DISK
-    )
-    offsets = ingest.split_offsets(checked).persist()  # one row a file split
-    offsets.count()  # reads and validates the batch once, into the cache
-    ingested_at = _ingested_at(manifest, checked)
+    # The one pass over every message; all that follows reads this copy, not the input.
+    flagged = _keep(flag_lines(lines, contract, config.max_message_bytes))
+    offsets = ingest.split_offsets(flagged).persist()  # one row a file split
+    ingested_at = _ingested_at(manifest, offsets)
     timings["read_validate_s"] = time.perf_counter() - started
 
     key = unique_key(contract)
-    repeated = repeated_keys(checked, key).persist() if key else None  # small; reused by each action
-    rows = ingest.with_line_numbers(decide_outcomes(checked, contract, repeated), offsets).select(
+    repeated = repeated_keys(flagged, key).persist() if key else None  # small; reused by each write
+    rows = ingest.with_line_numbers(decide_outcomes(flagged, contract, repeated), offsets).select(
         "*", F.lit(run.batch_id).alias("_batch_id"),
         F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
     )
-    valid = valid_rows(rows, contract).persist()  # written, then read by the batch gate
-    quarantine = quarantine_rows(rows, contract)
+    quarantine = quarantine_rows(rows, contract, config.max_message_bytes)
     unreadable = (manifest or {}).get("unreadable", [])
     if unreadable:
         quarantine = quarantine.unionByName(
@@ -163,15 +183,24 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     mark = time.perf_counter()
     staged = lake.staged_valid(config.name, run.batch_date, run.batch_id)
     quarantine_path = lake.quarantine(config.name, run.batch_date, run.batch_id)
-    valid.write.mode("overwrite").parquet(staged)
+    valid_rows(rows, contract).write.mode("overwrite").parquet(staged)
     quarantine.write.mode("overwrite").parquet(quarantine_path)
     timings["write_s"] = time.perf_counter() - mark
 
+    # Counted from what was written: the valid count is in the Parquet footers, the quarantine
+    # is small, and every line read is valid, quarantined or a dropped duplicate.
     mark = time.perf_counter()
-    counts = {r["_outcome"]: r["count"] for r in rows.groupBy("_outcome").count().collect()}
+    valid = spark.read.parquet(staged)
+    written_quarantine = spark.read.parquet(quarantine_path)
+    valid_count, quarantined = valid.count(), written_quarantine.count()
+    lines_read = offsets.agg(F.sum("_split_lines")).first()[0] or 0
+    counts = {
+        VALID: valid_count, QUARANTINED: quarantined - len(unreadable),
+        DUPLICATE: lines_read - valid_count - (quarantined - len(unreadable)),
+    }
     reason_counts = {
         r["rule"]: r["count"]
-        for r in quarantine.select(F.explode(F.array_distinct("reasons.rule")).alias("rule"))
+        for r in written_quarantine.select(F.explode(F.array_distinct("reasons.rule")).alias("rule"))
         .groupBy("rule").count().orderBy(F.desc("count"), "rule").collect()
     }
     samples = [
@@ -180,17 +209,15 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
             "raw": _escape_sample(bytes(r["_raw"])),
             "reasons": [reason.asDict() for reason in r["reasons"]],
         }
-        for r in quarantine.orderBy("_source_file", "_line_number").limit(SAMPLE_COUNT).collect()
+        for r in written_quarantine.orderBy("_source_file", "_line_number").limit(SAMPLE_COUNT).collect()
     ]
     timings["metrics_s"] = time.perf_counter() - mark
-    lines_read = sum(counts.values())
     if manifest is not None and lines_read != sum(f["lines"] for f in manifest.get("files", [])):
         raise RuntimeError(
             f"{config.name} batch {run.batch_id}: the manifest lists "
             f"{sum(f['lines'] for f in manifest['files'])} lines but {lines_read} were read"
         )
     messages = lines_read + len(unreadable)
-    quarantined = counts.get(QUARANTINED, 0) + len(unreadable)
     report = lake.report(config.name, run.batch_id)
 
     mark = time.perf_counter()
@@ -202,7 +229,8 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     else:
         gate = {"suite": None, "passed": True, "skipped": True, "failed": [], "results": []}
     timings["gate_s"] = time.perf_counter() - mark
-    for cached in (checked, offsets, valid, repeated):
+    _release(flagged)
+    for cached in (offsets, repeated):
         if cached is not None:
             cached.unpersist()
 
@@ -241,14 +269,27 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     return summary
 
 
-def _ingested_at(manifest: dict[str, Any] | None, checked: DataFrame) -> datetime:
+def _keep(flagged: DataFrame) -> DataFrame:
+    """Materialise the flagged rows once, so each later action reads them instead of the input.
+
+    A local checkpoint keeps the rows as they are (memory, spilling to disk); measured
+    cheaper than the columnar cache of `persist` on this pass. `_release` frees it.
+    """
+    return flagged.localCheckpoint(eager=True)
+
+
+def _release(kept: DataFrame) -> None:
+    kept._jdf.queryExecution().logical().rdd().unpersist(False)
+
+
+def _ingested_at(manifest: dict[str, Any] | None, offsets: DataFrame) -> datetime:
     """When the batch landed: the manifest's time, else the newest input file's.
 
     Either is the same on a rerun, so rerunning a batch rewrites identical partitions.
     """
     if manifest and manifest.get("landed_at"):
         return datetime.fromisoformat(manifest["landed_at"]).astimezone(UTC)
-    newest = checked.agg(F.max("_modified_at").cast("long")).first()[0]
+    newest = offsets.agg(F.max("_split_modified_at").cast("long")).first()[0]
     return datetime.fromtimestamp(newest or 0, UTC)
 
 

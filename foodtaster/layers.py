@@ -12,10 +12,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from foodtaster.reasons import Check, check, collect
+from foodtaster.reasons import Check, any_failed, check, collect
 
 TEXT = "_text"
-WRAPPED = "_json"  # the line parsed as `[<line>]`: the message is element 0
+WRAPPED = "_wrapped"  # the line parsed as `[<line>]`: the message is element 0
+JSON = "_json"  # the message, when the line is one JSON object
 
 
 def bytes_checks(max_message_bytes: int) -> list[Check]:
@@ -35,7 +36,7 @@ def bytes_checks(max_message_bytes: int) -> list[Check]:
             value=F.make_valid_utf8(F.col(TEXT)),
         ),
         check(
-            F.instr(F.col(TEXT), "\u0000") > 0, "bytes", "line.nul_byte",
+            F.col(TEXT).contains("\u0000"), "bytes", "line.nul_byte",
             "message holds a NUL byte", value=F.make_valid_utf8(F.col(TEXT)),
         ),
     ]
@@ -54,24 +55,49 @@ def _syntax_hint() -> Column:
     )
 
 
-def parse(lines: DataFrame, max_message_bytes: int) -> DataFrame:
-    """Add the parsed message (`_json`) and the bytes and parse reasons (`_reasons`).
-
-    A line with a bytes reason gets no parse reasons; an oversized line is not parsed.
-    """
-    oversized = F.octet_length(F.col(TEXT)) > max_message_bytes
-    wrapped = F.when(~oversized, F.try_parse_json(F.concat(F.lit("["), F.col(TEXT), F.lit("]"))))
-    bytes_reasons = collect(bytes_checks(max_message_bytes))
-    parsed = lines.withColumn(WRAPPED, wrapped).withColumn("_bytes_reasons", bytes_reasons)
-
-    json_ = F.col(WRAPPED)
-    second_value = F.variant_get(json_, "$[1]", "variant").isNotNull()
+def _not_json() -> Column:
+    wrapped = F.col(WRAPPED)
+    second_value = F.variant_get(wrapped, "$[1]", "variant").isNotNull()
     closes_early = F.when(
-        F.instr(F.col(TEXT), "]") > 0,
+        F.col(TEXT).contains("]"),
         F.try_parse_json(F.concat(F.lit('{"m":'), F.col(TEXT), F.lit("}"))).isNull(),
     )
-    not_json = json_.isNull() | second_value | F.coalesce(closes_early, F.lit(False))
-    first_char = F.substring(F.ltrim(F.col(TEXT)), 1, 1)
+    return wrapped.isNull() | second_value | F.coalesce(closes_early, F.lit(False))
+
+
+def _opens_object() -> Column:
+    return F.startswith(F.ltrim(F.col(TEXT)), F.lit("{"))
+
+
+def parse(lines: DataFrame, max_message_bytes: int) -> DataFrame:
+    """Add the parsed line (`_wrapped`), the message (`_json`, null unless the line is one JSON
+    object) and `_line_failed` (true where the bytes or the parse layer fails).
+
+    `_line_failed` is a few cheap tests a row; `line_reasons` says why, for the rows that fail.
+    """
+    text = F.col(TEXT)
+    oversized = F.octet_length(text) > max_message_bytes
+    wrapped = F.when(~oversized, F.try_parse_json(F.concat(F.lit("["), text, F.lit("]"))))
+    not_message = F.col("_not_message")
+    # Invalid UTF-8 is the one damage JSON parsing lets through; the rest of the bytes layer
+    # (empty, NUL, oversized) cannot parse as an object, so it is looked at only on failed lines.
+    return (
+        lines.withColumn(WRAPPED, wrapped)
+        .withColumn("_not_message", _not_json() | ~_opens_object())
+        .select(
+            "*",
+            (not_message | ~F.is_valid_utf8(text)).alias("_line_failed"),
+            F.when(~not_message, F.col(WRAPPED)).alias(JSON),
+        )
+        .drop("_not_message")
+    )
+
+
+def line_reasons(max_message_bytes: int) -> Column:
+    """The bytes reasons of a line, or when it has none its parse reasons. Reads the columns
+    of `parse`; worth evaluating only where `_line_failed`."""
+    bytes_ = bytes_checks(max_message_bytes)
+    not_json = _not_json()
     parse_reasons = collect(
         [
             check(
@@ -80,20 +106,13 @@ def parse(lines: DataFrame, max_message_bytes: int) -> DataFrame:
                 value=F.make_valid_utf8(F.col(TEXT)),
             ),
             check(
-                ~not_json & (first_char != "{"), "parse", "json.not_object",
+                ~not_json & ~_opens_object(), "parse", "json.not_object",
                 F.concat(
                     F.lit("a JSON message must be an object, got "),
-                    F.schema_of_variant(F.variant_get(json_, "$[0]", "variant")),
+                    F.schema_of_variant(F.variant_get(F.col(WRAPPED), "$[0]", "variant")),
                 ),
                 value=F.col(TEXT),
             ),
         ]
     )
-    has_bytes_reason = F.size("_bytes_reasons") > 0
-    return (
-        parsed.withColumn(
-            "_reasons", F.when(has_bytes_reason, F.col("_bytes_reasons")).otherwise(parse_reasons)
-        )
-        .withColumn(WRAPPED, F.when(~not_json & (first_char == "{"), json_))
-        .drop("_bytes_reasons")
-    )
+    return F.when(any_failed(bytes_), collect(bytes_)).otherwise(parse_reasons)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandera.pandas as pa
+from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -249,20 +250,27 @@ def with_fields(parsed: DataFrame, contract: Contract, json_col: str = "_json") 
     (its VARIANT kind) and `_t_<f>` (its value as the field's JSON type, null unless it has it).
 
     Each is its own projection so Spark evaluates it once per row, not once per rule using it.
+    The fields come out of the object in one walk over its keys (a struct of VARIANTs), and
+    numbers are read from their JSON text: VARIANT's own numeric casts build a Cast per row.
     """
     fields = contract.fields
-    with_values = parsed.select(
-        "*", *[F.variant_get(F.col(json_col), f"$[0].{f.name}", "variant").alias(f"_v_{f.name}")
-               for f in fields]
-    )
+    walk = "struct<" + ", ".join(f"`{f.name}`: variant" for f in fields) + ">"
+    with_object = parsed.withColumn("_fields", F.variant_get(F.col(json_col), "$[0]", walk))
+    with_values = with_object.select(
+        "*", *[F.col("_fields").getField(f.name).alias(f"_v_{f.name}") for f in fields]
+    ).drop("_fields")
     with_kinds = with_values.select("*", *[F.schema_of_variant(_v(f.name)).alias(f"_k_{f.name}")
                                            for f in fields])
     return with_kinds.select(
-        "*",
-        *[F.when(f.json_type.matches(_k(f.name)),
-                 F.variant_get(_v(f.name), "$", f.json_type.spark_type.simpleString())).alias(f"_t_{f.name}")
-          for f in fields],
+        "*", *[F.when(f.json_type.matches(_k(f.name)), _typed(f)).alias(f"_t_{f.name}") for f in fields]
     )
+
+
+def _typed(rule: FieldRule) -> Column:
+    """The value of a field known to have its JSON type, as that type."""
+    if rule.json_type.name in ("number", "integer"):
+        return F.to_json(_v(rule.name)).try_cast(rule.json_type.spark_type)
+    return F.variant_get(_v(rule.name), "$", rule.json_type.spark_type.simpleString())
 
 
 def field_outputs(contract: Contract) -> list[Column]:
@@ -277,9 +285,24 @@ def field_outputs(contract: Contract) -> list[Column]:
     return outputs
 
 
+_BUILT_CHECKS: dict[tuple[str, int], list[Check]] = {}
+
+
 def field_checks(contract: Contract) -> list[Check]:
     """Every row-level rule of the contract as a reason column (uniqueness is the dedup step's).
-    Reads the columns of `with_fields`."""
+    Reads the columns of `with_fields`.
+
+    Built once a contract and Spark context: each Column is a few Py4J calls, and a contract's
+    checks are a thousand of them (about a second on two cores).
+    """
+    key = (repr(contract), id(SparkContext._active_spark_context))
+    if key not in _BUILT_CHECKS:
+        _BUILT_CHECKS.clear()  # Columns of a stopped context are of no use
+        _BUILT_CHECKS[key] = _build_field_checks(contract)
+    return _BUILT_CHECKS[key]
+
+
+def _build_field_checks(contract: Contract) -> list[Check]:
     checks: list[Check] = []
     for rule in contract.fields:
         raw, kind, value = _v(rule.name), _k(rule.name), _t(rule.name)

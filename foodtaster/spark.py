@@ -9,6 +9,11 @@ import sys
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
+# The validation pass compiles to one large generated method a stage; HotSpot leaves methods
+# over 8000 bytes of bytecode to the interpreter unless told otherwise (measured: 1.7x slower).
+JVM_OPTIONS = "-XX:-DontCompileHugeMethods"
+JVM_CONF = {"spark.driver.extraJavaOptions": JVM_OPTIONS, "spark.executor.extraJavaOptions": JVM_OPTIONS}
+
 
 def build_session(
     app_name: str, master: str | None = None, test_mode: bool = False
@@ -40,6 +45,9 @@ def build_session(
     )
     if not submitted:  # a --conf given to spark-submit wins
         builder = builder.config("spark.sql.shuffle.partitions", "8")
+        for key, value in JVM_CONF.items():
+            if not SparkConf().contains(key):
+                builder = builder.config(key, value)
     if test_mode:
         builder = builder.config("spark.ui.enabled", "false").config(
             "spark.sql.shuffle.partitions", "2"

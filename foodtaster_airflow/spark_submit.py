@@ -77,9 +77,12 @@ class ValidateBatchOperator(SparkSubmitOperator):
         self.dataset = dataset
 
     def execute(self, context: Any) -> None:
+        from foodtaster.spark import JVM_CONF
+
         env = job_environment()
         self.conf = {
             "spark.pyspark.python": env["PYSPARK_PYTHON"],
+            **JVM_CONF,
             **parse_conf(os.environ.get(SPARK_CONF_ENV)),
             **(self.conf or {}),
         }

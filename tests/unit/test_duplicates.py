@@ -4,7 +4,7 @@ from conftest import lines_frame
 from pyspark.sql import functions as F
 
 from contracts.orders import Orders
-from foodtaster.job import decide_outcomes, validate_lines
+from foodtaster.job import decide_outcomes, flag_lines, with_reasons
 from foodtaster.rules import read_contract
 
 CONTRACT = read_contract(Orders)
@@ -13,8 +13,8 @@ BASE = ('{"message_id": "%s", "order_id": "o", "customer_id": "c", "amount": %s,
 
 
 def outcomes(spark, lines):
-    checked = validate_lines(lines_frame(spark, [line.encode() for line in lines]), CONTRACT, 1 << 20)
-    rows = decide_outcomes(checked, CONTRACT).orderBy("_row_id").collect()
+    flagged = flag_lines(lines_frame(spark, [line.encode() for line in lines]), CONTRACT, 1 << 20)
+    rows = with_reasons(decide_outcomes(flagged, CONTRACT), CONTRACT, 1 << 20).orderBy("_row_id").collect()
     return [(r._outcome, sorted(x.rule for x in r.reasons)) for r in rows]
 
 
@@ -41,6 +41,6 @@ def test_messages_without_a_key_are_never_duplicates(spark):
 
 
 def test_outcome_column_is_the_split(spark):
-    checked = validate_lines(lines_frame(spark, [(BASE % ("m1", 5)).encode(), b"{"]), CONTRACT, 1 << 20)
-    counts = dict(decide_outcomes(checked, CONTRACT).groupBy("_outcome").agg(F.count("*")).collect())
+    flagged = flag_lines(lines_frame(spark, [(BASE % ("m1", 5)).encode(), b"{"]), CONTRACT, 1 << 20)
+    counts = dict(decide_outcomes(flagged, CONTRACT).groupBy("_outcome").agg(F.count("*")).collect())
     assert counts == {"valid": 1, "quarantined": 1}

@@ -11,7 +11,8 @@ GOOD = b'{"message_id": "m1", "amount": 5}'
 
 
 def reasons_of(spark, lines, max_bytes=200):
-    rows = layers.parse(lines_frame(spark, lines), max_bytes).orderBy("_row_id").collect()
+    parsed = layers.parse(lines_frame(spark, lines), max_bytes)
+    rows = parsed.select("*", layers.line_reasons(max_bytes).alias("_reasons")).orderBy("_row_id").collect()
     return [[(r.layer, r.rule) for r in row["_reasons"]] for row in rows], rows
 
 
