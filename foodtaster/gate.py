@@ -59,12 +59,6 @@ def suite_columns(document: dict[str, Any]) -> list[str] | None:
     return list(dict.fromkeys(columns))
 
 
-def prepare() -> None:
-    """Import Great Expectations (seconds of CPU): the job starts this in a thread while Spark works."""
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
-    import great_expectations  # noqa: F401
-
-
 def _jsonable(value: Any) -> Any:
     try:
         json.dumps(value)

@@ -6,7 +6,6 @@ DataFrames is a pure transformation that a test can run on five rows.
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -159,10 +158,6 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     manifest = _manifest(run.input_path)
     log.event("started", input=run.input_path, contract=config.contract)
 
-    if run.gate:
-        from foodtaster.gate import prepare
-
-        threading.Thread(target=prepare, name="gx-import", daemon=True).start()
     lines = ingest.read_lines(spark, run.input_path)
     # The one pass over every message; all that follows reads this copy, not the input.
     flagged = _keep(flag_lines(lines, contract, config.max_message_bytes))
