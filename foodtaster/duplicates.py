@@ -16,17 +16,22 @@ from foodtaster.reasons import check
 
 def repeated_keys(rows: DataFrame, key: str) -> DataFrame:
     """One row a key that occurs more than once: how many copies, how many distinct
-    byte contents, and the first copy's row id. As small as the duplicates are."""
-    keyed = rows.where(F.col(key).isNotNull())
-    repeated = keyed.groupBy(key).count().where(F.col("count") > 1).select(key)
+    byte contents, and the first copy's row id. As small as the duplicates are.
+
+    The batch-wide shuffle carries a 64-bit hash of each key, not the key; only rows whose
+    hash repeats (the duplicates and the rare collision) are then grouped by the key itself.
+    """
+    keyed = rows.where(F.col(key).isNotNull()).withColumn("_key_hash", F.xxhash64(key))
+    repeated_hashes = keyed.groupBy("_key_hash").count().where(F.col("count") > 1).select("_key_hash")
     return (
-        keyed.join(repeated, key, "left_semi")
+        keyed.join(F.broadcast(repeated_hashes), "_key_hash", "left_semi")
         .groupBy(key)
         .agg(
             F.count_distinct("_raw").alias("_variants"),
             F.count("*").alias("_copies"),
             F.min("_row_id").alias("_first_copy"),
         )
+        .where(F.col("_copies") > 1)
     )
 
 
