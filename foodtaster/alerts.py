@@ -26,9 +26,7 @@ from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from typing import Any
 
-import fsspec
-
-from foodtaster.lake import Lake, write_json
+from foodtaster.lake import Lake, write_json, write_text
 from foodtaster.logs import batch_logger
 from foodtaster.policy import Verdict
 from foodtaster.registry import DatasetConfig
@@ -297,9 +295,7 @@ def write_alert_file(lake: Lake, alert: Alert) -> str:
     HTML file's path.
     """
     base = lake.state("alerts", alert.dataset, f"{alert.batch_id}-{alert.kind}")
-    fs, html_path = fsspec.core.url_to_fs(f"{base}.html")
-    fs.makedirs(html_path.rsplit("/", 1)[0], exist_ok=True)
-    fs.pipe_file(html_path, alert.html.encode("utf-8"))
+    write_text(f"{base}.html", alert.html)
     write_json(f"{base}.json", {**asdict(alert), "slack_payload": alert.slack_payload()})
     log = batch_logger(__name__, alert.dataset, alert.batch_id)
     # No format args: the subject holds "%" signs, which BatchLogger.event would %-format.

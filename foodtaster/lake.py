@@ -71,14 +71,18 @@ class Lake:
         return self._join("_state", *parts)
 
 
-def write_json(uri: str, document: Any) -> None:
-    """Write JSON so that a reader never sees half a file: write aside, then move."""
+def write_text(uri: str, text: str) -> None:
+    """Write a file so that a reader never sees half of it: write aside, then move."""
     fs, path = fsspec.core.url_to_fs(uri)
     fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
     tmp = f"{path}.tmp"
-    with fs.open(tmp, "w") as handle:
-        json.dump(document, handle, indent=2, sort_keys=True, default=str)
+    with fs.open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
     fs.mv(tmp, path)
+
+
+def write_json(uri: str, document: Any) -> None:
+    write_text(uri, json.dumps(document, indent=2, sort_keys=True, default=str))
 
 
 def read_json(uri: str) -> Any:
