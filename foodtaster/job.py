@@ -300,6 +300,12 @@ def _keep(rows: DataFrame) -> DataFrame:
 
 
 def _release(kept: DataFrame) -> None:
+    """Free the blocks of a `_keep` now, not when the JVM's garbage collector finds them.
+
+    PySpark has no public unpersist for a checkpointed DataFrame, so this goes through its
+    plan to the RDD. Spark then logs, as expected, a WARN that the RDD "was locally
+    checkpointed ... and cannot be recomputed after unpersisting": nothing reads it after this.
+    """
     kept._jdf.queryExecution().logical().rdd().unpersist(False)
 
 
