@@ -212,10 +212,7 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     written_quarantine = spark.read.parquet(quarantine_path)
     valid_count, quarantined = valid.count(), written_quarantine.count()
     lines_read = offsets.agg(F.sum("_split_lines")).first()[0] or 0
-    counts = {
-        VALID: valid_count, QUARANTINED: quarantined - len(unreadable),
-        DUPLICATE: lines_read - valid_count - (quarantined - len(unreadable)),
-    }
+    duplicates_dropped = lines_read - valid_count - (quarantined - len(unreadable))
     reason_counts = {
         r["rule"]: r["count"]
         for r in written_quarantine.select(F.explode(F.array_distinct("reasons.rule")).alias("rule"))
@@ -256,8 +253,8 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "dataset": config.name, "batch_id": run.batch_id, "batch_date": run.batch_date,
         "contract": config.contract, "input": run.input_path,
-        "messages": messages, "valid": counts.get(VALID, 0), "quarantined": quarantined,
-        "duplicates_dropped": counts.get(DUPLICATE, 0),
+        "messages": messages, "valid": valid_count, "quarantined": quarantined,
+        "duplicates_dropped": duplicates_dropped,
         "quarantine_rate": round(quarantined / messages, 6) if messages else 0.0,
         "reasons": reason_counts, "samples": samples, "gate": gate,
         "paths": {
