@@ -7,6 +7,7 @@ DataFrames is a pure transformation that a test can run on five rows.
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -168,87 +169,84 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     manifest = _manifest(run.input_path)
     log.event("started", input=run.input_path, contract=config.contract)
 
-    lines = ingest.read_lines(spark, run.input_path)
-    # The one pass over every message; all that follows reads this copy, not the input.
-    flagged = _keep(flag_lines(lines, contract, config.max_message_bytes))
-    offsets = ingest.split_offsets(flagged).persist()  # one row a file split
-    ingested_at = _ingested_at(manifest, offsets)
-    timings["read_validate_s"] = time.perf_counter() - started
+    # What is kept in Spark's memory for this batch is freed on the way out, even when a step fails.
+    with ExitStack() as held:
+        lines = ingest.read_lines(spark, run.input_path)
+        # The one pass over every message; all that follows reads this copy, not the input.
+        flagged = _keep(flag_lines(lines, contract, config.max_message_bytes), held)
+        offsets = _persist(ingest.split_offsets(flagged), held)  # one row a file split
+        ingested_at = _ingested_at(manifest, offsets)
+        timings["read_validate_s"] = time.perf_counter() - started
 
-    mark = time.perf_counter()
-    key = unique_key(contract)
-    repeated = repeated_keys(flagged, key).persist() if key else None  # small; reused by each write
-    if repeated is not None:
-        repeated.count()
-    timings["duplicates_s"] = time.perf_counter() - mark
-    rows = ingest.with_line_numbers(decide_outcomes(flagged, contract, repeated), offsets).select(
-        "*", F.lit(run.batch_id).alias("_batch_id"),
-        F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
-    )
-    mark = time.perf_counter()
-    # Kept apart, the quarantine's reasons compile into their own small stage; in the same
-    # stage as the scan, their code slowed every row of the batch (500k, warm, best of five:
-    # quarantine written in 1.3 s kept apart, 1.5 s read through).
-    to_quarantine = _keep(with_outcome(rows, QUARANTINED))
-    quarantine = quarantine_rows(to_quarantine, contract, config.max_message_bytes)
-    unreadable = (manifest or {}).get("unreadable", [])
-    if unreadable:
-        quarantine = quarantine.unionByName(
-            unreadable_rows(_unreadable_files(spark, run.input_path, unreadable), run.batch_id,
-                            ingested_at),
-            allowMissingColumns=True,
+        mark = time.perf_counter()
+        key = unique_key(contract)
+        repeated = _persist(repeated_keys(flagged, key), held) if key else None  # small; reused by each write
+        if repeated is not None:
+            repeated.count()
+        timings["duplicates_s"] = time.perf_counter() - mark
+        rows = ingest.with_line_numbers(decide_outcomes(flagged, contract, repeated), offsets).select(
+            "*", F.lit(run.batch_id).alias("_batch_id"),
+            F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
         )
+        mark = time.perf_counter()
+        # Kept apart, the quarantine's reasons compile into their own small stage; in the same
+        # stage as the scan, their code slowed every row of the batch (500k, warm, best of five:
+        # quarantine written in 1.3 s kept apart, 1.5 s read through).
+        to_quarantine = _keep(with_outcome(rows, QUARANTINED), held)
+        quarantine = quarantine_rows(to_quarantine, contract, config.max_message_bytes)
+        unreadable = (manifest or {}).get("unreadable", [])
+        if unreadable:
+            quarantine = quarantine.unionByName(
+                unreadable_rows(_unreadable_files(spark, run.input_path, unreadable), run.batch_id,
+                                ingested_at),
+                allowMissingColumns=True,
+            )
 
-    staged = lake.staged_valid(config.name, run.batch_date, run.batch_id)
-    quarantine_path = lake.quarantine(config.name, run.batch_date, run.batch_id)
-    valid_rows(with_outcome(rows, VALID), contract).write.mode("overwrite").parquet(staged)
-    quarantine.write.mode("overwrite").parquet(quarantine_path)
-    timings["write_s"] = time.perf_counter() - mark
+        staged = lake.staged_valid(config.name, run.batch_date, run.batch_id)
+        quarantine_path = lake.quarantine(config.name, run.batch_date, run.batch_id)
+        valid_rows(with_outcome(rows, VALID), contract).write.mode("overwrite").parquet(staged)
+        quarantine.write.mode("overwrite").parquet(quarantine_path)
+        timings["write_s"] = time.perf_counter() - mark
 
-    # Counted from what was written: the valid count is in the Parquet footers, the quarantine
-    # is small, and every line read is valid, quarantined or a dropped duplicate.
-    mark = time.perf_counter()
-    valid = spark.read.parquet(staged)
-    written_quarantine = spark.read.parquet(quarantine_path)
-    valid_count, quarantined = valid.count(), written_quarantine.count()
-    lines_read = offsets.agg(F.sum("_split_lines")).first()[0] or 0
-    duplicates_dropped = lines_read - valid_count - (quarantined - len(unreadable))
-    reason_counts = {
-        r["rule"]: r["count"]
-        for r in written_quarantine.select(F.explode(F.array_distinct("reasons.rule")).alias("rule"))
-        .groupBy("rule").count().orderBy(F.desc("count"), "rule").collect()
-    }
-    samples = [
-        {
-            "source_file": r["_source_file"], "line_number": r["_line_number"],
-            "raw": _escape_sample(bytes(r["_raw"])),
-            "reasons": [reason.asDict() for reason in r["reasons"]],
+        # Counted from what was written: the valid count is in the Parquet footers, the quarantine
+        # is small, and every line read is valid, quarantined or a dropped duplicate.
+        mark = time.perf_counter()
+        valid = spark.read.parquet(staged)
+        written_quarantine = spark.read.parquet(quarantine_path)
+        valid_count, quarantined = valid.count(), written_quarantine.count()
+        lines_read = offsets.agg(F.sum("_split_lines")).first()[0] or 0
+        duplicates_dropped = lines_read - valid_count - (quarantined - len(unreadable))
+        reason_counts = {
+            r["rule"]: r["count"]
+            for r in written_quarantine.select(F.explode(F.array_distinct("reasons.rule")).alias("rule"))
+            .groupBy("rule").count().orderBy(F.desc("count"), "rule").collect()
         }
-        for r in written_quarantine.orderBy("_source_file", "_line_number").limit(SAMPLE_COUNT).collect()
-    ]
-    timings["metrics_s"] = time.perf_counter() - mark
-    if manifest is not None and lines_read != sum(f["lines"] for f in manifest.get("files", [])):
-        raise RuntimeError(
-            f"{config.name} batch {run.batch_id}: the manifest lists "
-            f"{sum(f['lines'] for f in manifest['files'])} lines but {lines_read} were read"
-        )
-    messages = lines_read + len(unreadable)
-    report = lake.report(config.name, run.batch_id)
+        samples = [
+            {
+                "source_file": r["_source_file"], "line_number": r["_line_number"],
+                "raw": _escape_sample(bytes(r["_raw"])),
+                "reasons": [reason.asDict() for reason in r["reasons"]],
+            }
+            for r in written_quarantine.orderBy("_source_file", "_line_number").limit(SAMPLE_COUNT).collect()
+        ]
+        timings["metrics_s"] = time.perf_counter() - mark
+        if manifest is not None and lines_read != sum(f["lines"] for f in manifest.get("files", [])):
+            raise RuntimeError(
+                f"{config.name} batch {run.batch_id}: the manifest lists "
+                f"{sum(f['lines'] for f in manifest['files'])} lines but {lines_read} were read"
+            )
+        messages = lines_read + len(unreadable)
+        report = lake.report(config.name, run.batch_id)
 
-    mark = time.perf_counter()
-    if run.gate:
-        from foodtaster.gate import run_gate
+        mark = time.perf_counter()
+        if run.gate:
+            from foodtaster.gate import run_gate
 
-        gate = run_gate(valid, config.suite_path(), config.name, run.batch_id, run.batch_date,
-                        data_docs_uri=report + "/data_docs")
-    else:
-        gate = {"suite": None, "passed": True, "skipped": True, "failed": [], "results": []}
-    timings["gate_s"] = time.perf_counter() - mark
-    _release(flagged)
-    _release(to_quarantine)
-    for cached in (offsets, repeated):
-        if cached is not None:
-            cached.unpersist()
+            gate = run_gate(valid, config.suite_path(), config.name, run.batch_id, run.batch_date,
+                            data_docs_uri=report + "/data_docs")
+        else:
+            gate = {"suite": None, "passed": True, "skipped": True, "failed": [], "results": []}
+        timings["gate_s"] = time.perf_counter() - mark
 
     summary: dict[str, Any] = {
         "dataset": config.name, "batch_id": run.batch_id, "batch_date": run.batch_date,
@@ -285,15 +283,24 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     return summary
 
 
-def _keep(rows: DataFrame) -> DataFrame:
+def _keep(rows: DataFrame, held: ExitStack) -> DataFrame:
     """Materialise rows once, so each later action reads them instead of what they came from.
 
     A local checkpoint keeps the rows as they are (memory, spilling to disk); measured
     cheaper than the columnar cache of `persist` on the flag pass. Serialized, 500k flagged
     rows take 70 MiB of memory instead of 250 MiB as row objects, and the JVM spends less
-    time collecting garbage; writing and reading them took no longer. `_release` frees it.
+    time collecting garbage; writing and reading them took no longer. `_release` frees it
+    when `held` closes.
     """
-    return rows.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+    kept = rows.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+    held.callback(_release, kept)
+    return kept
+
+
+def _persist(rows: DataFrame, held: ExitStack) -> DataFrame:
+    """`persist` rows that are small and read more than once, until `held` closes."""
+    held.callback(rows.unpersist)
+    return rows.persist()
 
 
 def _release(kept: DataFrame) -> None:
