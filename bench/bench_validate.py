@@ -4,8 +4,12 @@ One Python process, one SparkSession, one generated batch; each variant is timed
 wall-clock end to end and writes its own output folder under the work dir:
 
   floor        read the text, parse with the contract's schema (`from_json`), write Parquet. No checks.
+  bound        the floor plus what the issue asks of every job besides checking: lineage columns on
+               each row written, and the message ids that repeat found across the batch. A bound
+               from below on the full job, not a way to run it.
   full-no-gx   `run_batch(..., publish=False, gate=False)`: bytes, parse, contract, dedup, split, metrics.
   full-gx      the same with the Great Expectations batch gate.
+  gate         the Great Expectations batch gate alone, on the valid rows full-no-gx staged.
   naive        pandera's pandas backend inside `mapInPandas`: json.loads each line, one pandas frame a
                batch validated with `Orders` (lazy), rows pandas cannot hold in typed columns validated
                one at a time; valid and quarantine written once, partitioned by outcome.
@@ -35,6 +39,7 @@ from typing import Any
 import psutil
 
 BATCH_DATE = "2026-11-20"
+NO_GX_BATCH = "bench-no-gx"
 TARGETS = {  # (variant, reference variant, comparison, bound)
     "full-no-gx <= 1.3x floor": ("full-no-gx", "floor", "<=", 1.3),
     "full-gx <= 1.5x floor": ("full-gx", "floor", "<=", 1.5),
@@ -172,12 +177,50 @@ def run_floor(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     return {}
 
 
+def run_bound(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
+    """The floor, plus lineage on every written row and the repeated message ids found.
+
+    Cheaper than any job that meets the issue: line numbers are row ids (real ones need the
+    split offsets), no rule is checked, no quarantine is written, and duplicates are only
+    found (a shuffle of 64-bit key hashes over the written column), not resolved.
+    """
+    from pyspark.sql import functions as F
+
+    rows = spark.read.text(input_path).select(
+        F.from_json("value", orders_schema()).alias("m"),
+        F.lit("bench-bound").alias("_batch_id"),
+        F.col("_metadata.file_path").alias("_source_file"),
+        F.monotonically_increasing_id().alias("_line_number"),
+        F.current_timestamp().alias("_ingested_at"),
+    )
+    rows.select("m.*", "_batch_id", "_source_file", "_line_number", "_ingested_at").write.mode(
+        "overwrite"
+    ).parquet(str(out))
+    key_hashes = spark.read.parquet(str(out)).where(F.col("message_id").isNotNull()).groupBy(
+        F.xxhash64("message_id")
+    ).count()
+    return {"repeated_key_hashes": key_hashes.where(F.col("count") > 1).count()}
+
+
+def run_gate_only(spark: Any, lake_root: Path) -> dict[str, Any]:
+    """The GX gate alone over the valid rows `run_full(gate=False)` staged under `lake_root`."""
+    from foodtaster.gate import run_gate
+    from foodtaster.lake import Lake
+    from foodtaster.registry import get_dataset
+
+    config = get_dataset("orders")
+    staged = Lake(str(lake_root)).staged_valid(config.name, BATCH_DATE, NO_GX_BATCH)
+    gate = run_gate(spark.read.parquet(staged), config.suite_path(), config.name, NO_GX_BATCH, BATCH_DATE,
+                    data_docs_uri=str(lake_root / "gate-only-docs"))
+    return {"gate_passed": gate["passed"]}
+
+
 def run_full(spark: Any, input_path: str, out: Path, *, gate: bool, messages: int) -> dict[str, Any]:
     from foodtaster.job import BatchRun, run_batch
     from foodtaster.lake import Lake
     from foodtaster.registry import get_dataset
 
-    batch_id = "bench-gx" if gate else "bench-no-gx"
+    batch_id = "bench-gx" if gate else NO_GX_BATCH
     run = BatchRun(get_dataset("orders"), input_path, Lake(str(out)), batch_id, BATCH_DATE,
                    publish=False, gate=gate)
     summary = run_batch(spark, run)
@@ -409,6 +452,23 @@ def check_targets(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return verdicts
 
 
+def lower_bounds(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the two floor targets are up against: the least a job meeting the issue costs here.
+
+    Without the gate that is `bound`; with it, `bound` plus the gate run alone (it reads the
+    valid rows once more, after they are written, so the two cannot overlap).
+    """
+    if "floor" not in results or "bound" not in results:
+        return []
+    floor = results["floor"]["seconds"]
+    bounds = [{"target": "full-no-gx <= 1.3x floor", "least": "bound",
+               "seconds": results["bound"]["seconds"]}]
+    if "gate" in results:
+        bounds.append({"target": "full-gx <= 1.5x floor", "least": "bound + gate",
+                       "seconds": results["bound"]["seconds"] + results["gate"]["seconds"]})
+    return [{**b, "x_floor": b["seconds"] / floor} for b in bounds]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=2_000_000, metavar="N")
@@ -484,8 +544,10 @@ def _bench(args: argparse.Namespace, workdir: Path, sampler: ProcessSampler) -> 
     naive_path = input_path if naive_n == n else str(workdir / "naive-input")
     variants: dict[str, Callable[[], dict[str, Any]]] = {
         "floor": lambda: run_floor(spark, input_path, out / "floor"),
+        "bound": lambda: run_bound(spark, input_path, out / "bound"),
         "full-no-gx": lambda: run_full(spark, input_path, out / "lake-no-gx", gate=False, messages=n),
         "full-gx": lambda: run_full(spark, input_path, out / "lake-gx", gate=True, messages=n),
+        "gate": lambda: run_gate_only(spark, out / "lake-no-gx"),
     }
     if not args.skip_naive:
         variants["naive"] = lambda: run_naive(spark, naive_path, out / "naive", max_message_bytes=max_bytes)
@@ -556,6 +618,13 @@ def summarise(args: argparse.Namespace, n: int, info: dict[str, Any], results: d
         cpu_ratio = f"{verdict['cpu_ratio']:.2f}x" if verdict["cpu_ratio"] is not None else "-"
         print(f"{verdict['target']:<42} {ratio:>7} {verdict['verdict']:<6} "
               f"{cpu_ratio:>7} {verdict['cpu_verdict']}")
+    bounds = lower_bounds(results)
+    if bounds:
+        print()
+        print("the least a job that meets the issue could take here (bound: no checks, no quarantine, "
+              "duplicates found but not resolved):")
+        for b in bounds:
+            print(f"  {b['target']:<40} {b['least']:<12} {b['seconds']:>6.1f}s = {b['x_floor']:.2f}x floor")
     print()
     for name in ("full-no-gx", "full-gx"):
         if name in results:
@@ -581,7 +650,8 @@ def summarise(args: argparse.Namespace, n: int, info: dict[str, Any], results: d
         "messages": n, "poison_rate": args.poison_rate, "seed": args.seed, "input_bytes": info["bytes"],
         "expected": info["outcomes"], "master": args.master, "driver_memory": args.driver_memory,
         "nproc": len(os.sched_getaffinity(0)), "load_average_end": load(), "variants": results,
-        "table": rows, "targets": verdicts, "peak_rss": sampler.peaks, "cpu_seconds": sampler.cpu,
+        "table": rows, "targets": verdicts, "lower_bounds": bounds, "peak_rss": sampler.peaks,
+        "cpu_seconds": sampler.cpu,
     }
 
 
