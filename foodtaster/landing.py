@@ -11,7 +11,8 @@ file's path and sha256, like a consumer offset kept in the messaging system
 itself: any worker can land any batch, a file is never landed into two
 batches, and rerunning a batch rebuilds the same partition. One bookmark per
 inbox partition, because only a run for that interval ever reads it, so runs
-for different dates never race on it.
+for different dates never race on it; two runs of the same date would (a read,
+then a write), which is why the DAG lands one batch of a dataset at a time.
 
 No Spark here: plain Python over fsspec, so any lake URI fsspec knows works.
 """

@@ -122,7 +122,10 @@ def build_dag(config: DatasetConfig) -> DAG:
         },
     ) as dag:
 
-        @task(task_id="land")
+        # One landing of the dataset at a time, across all its runs: landing reads, updates and
+        # writes the interval's bookmark, and a manual run for a date (`batch_date`) can overlap
+        # that date's scheduled run. Landing is file copies; validation still runs in parallel.
+        @task(task_id="land", max_active_tis_per_dag=1)
         def land(**context) -> dict:
             params = context["params"]
             date, hour = steps.run_interval(context, params, config.schedule)

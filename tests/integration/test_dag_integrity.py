@@ -66,6 +66,7 @@ PARSE_SCRIPT = textwrap.dedent("""
                     "backoff": bool(dag.get_task("validate").retry_exponential_backoff),
                     "conn_id": dag.get_task("validate")._conn_id,
                 },
+                "land_concurrency": dag.get_task("land").max_active_tis_per_dag,
                 "ledger_rule": getattr(
                     dag.get_task("ledger").trigger_rule, "value", None
                 ),
@@ -140,6 +141,12 @@ def test_validate_retries_infrastructure_failures_with_backoff(bag):
     validate = bag["dags"]["foodtaster_orders"]["validate"]
     assert validate["retries"] >= 2 and validate["backoff"]
     assert validate["conn_id"] == "spark_default"
+
+
+def test_landings_of_a_dataset_never_overlap(bag):
+    """Two runs of one date (a scheduled run and a manual one for that `batch_date`) would
+    both read and rewrite the date's landing bookmark."""
+    assert bag["dags"]["foodtaster_orders"]["land_concurrency"] == 1
 
 
 def test_one_dag_per_registry_entry(tmp_path):
