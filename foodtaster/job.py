@@ -176,6 +176,8 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         flagged = _keep(flag_lines(lines, contract, config.max_message_bytes), held)
         offsets = _persist(ingest.split_offsets(flagged), held)  # one row a file split
         ingested_at = _ingested_at(manifest, offsets)
+        lines_read = offsets.agg(F.sum("_split_lines")).first()[0] or 0
+        _check_manifest(manifest, lines_read, config.name, run.batch_id)  # before anything is written
         timings["read_validate_s"] = time.perf_counter() - started
 
         mark = time.perf_counter()
@@ -214,7 +216,6 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         valid = spark.read.parquet(staged)
         written_quarantine = spark.read.parquet(quarantine_path)
         valid_count, quarantined = valid.count(), written_quarantine.count()
-        lines_read = offsets.agg(F.sum("_split_lines")).first()[0] or 0
         duplicates_dropped = lines_read - valid_count - (quarantined - len(unreadable))
         reason_counts = {
             r["rule"]: r["count"]
@@ -230,11 +231,6 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
             for r in written_quarantine.orderBy("_source_file", "_line_number").limit(SAMPLE_COUNT).collect()
         ]
         timings["metrics_s"] = time.perf_counter() - mark
-        if manifest is not None and lines_read != sum(f["lines"] for f in manifest.get("files", [])):
-            raise RuntimeError(
-                f"{config.name} batch {run.batch_id}: the manifest lists "
-                f"{sum(f['lines'] for f in manifest['files'])} lines but {lines_read} were read"
-            )
         messages = lines_read + len(unreadable)
         report = lake.report(config.name, run.batch_id)
 
@@ -311,6 +307,15 @@ def _release(kept: DataFrame) -> None:
     checkpointed ... and cannot be recomputed after unpersisting": nothing reads it after this.
     """
     kept._jdf.queryExecution().logical().rdd().unpersist(False)
+
+
+def _check_manifest(manifest: dict[str, Any] | None, lines_read: int, dataset: str, batch_id: str) -> None:
+    """The landing counted every file's lines; reading fewer or more means the batch changed."""
+    listed = sum(f["lines"] for f in (manifest or {}).get("files", []))
+    if manifest is not None and lines_read != listed:
+        raise RuntimeError(
+            f"{dataset} batch {batch_id}: the manifest lists {listed} lines but {lines_read} were read"
+        )
 
 
 def _ingested_at(manifest: dict[str, Any] | None, offsets: DataFrame) -> datetime:

@@ -174,20 +174,24 @@ def _persisted_rdds(spark) -> int:
     return spark.sparkContext._jsc.getPersistentRDDs().size()
 
 
-def test_a_run_that_fails_midway_frees_what_it_kept(spark, tmp_path):
-    """A manifest that disagrees with the files read fails the run after both writes; the
-    flagged rows, the quarantine and the small tables it kept must not outlive it."""
+def test_a_batch_that_disagrees_with_its_manifest_fails_before_writing_and_frees_what_it_kept(
+    spark, tmp_path
+):
+    """The flagged rows and the split offsets are kept by then: they must not outlive the run.
+    Nothing of the batch is written."""
     inbox = tmp_path / "inbox"
     generated = sample.generate_batch(inbox, messages=30, seed=3, poison_rate=0.2, files=1, gzip_files=0)
     (inbox / "_manifest.json").write_text(json.dumps(
         {"files": [{"name": Path(generated.files[0]).name, "lines": 999}]}
     ))
     before = _persisted_rdds(spark)
-    run = BatchRun(config=get_dataset("orders"), input_path=str(inbox), lake=Lake(str(tmp_path / "lake")),
+    lake = tmp_path / "lake"
+    run = BatchRun(config=get_dataset("orders"), input_path=str(inbox), lake=Lake(str(lake)),
                    batch_id="short", batch_date="2026-11-20")
     with pytest.raises(RuntimeError, match="orders batch short: the manifest lists 999 lines but 30"):
         run_batch(spark, run)
     assert _persisted_rdds(spark) == before
+    assert not lake.exists() or not any(path.is_file() for path in lake.rglob("*"))
 
 
 @pytest.mark.parametrize("with_good_file", [True, False])
