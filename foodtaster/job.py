@@ -217,19 +217,7 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         written_quarantine = spark.read.parquet(quarantine_path)
         valid_count, quarantined = valid.count(), written_quarantine.count()
         duplicates_dropped = lines_read - valid_count - (quarantined - len(unreadable))
-        reason_counts = {
-            r["rule"]: r["count"]
-            for r in written_quarantine.select(F.explode(F.array_distinct("reasons.rule")).alias("rule"))
-            .groupBy("rule").count().orderBy(F.desc("count"), "rule").collect()
-        }
-        samples = [
-            {
-                "source_file": r["_source_file"], "line_number": r["_line_number"],
-                "raw": _escape_sample(bytes(r["_raw"])),
-                "reasons": [reason.asDict() for reason in r["reasons"]],
-            }
-            for r in written_quarantine.orderBy("_source_file", "_line_number").limit(SAMPLE_COUNT).collect()
-        ]
+        reason_counts, samples = _reasons_and_samples(written_quarantine)
         timings["metrics_s"] = time.perf_counter() - mark
         messages = lines_read + len(unreadable)
         report = lake.report(config.name, run.batch_id)
@@ -279,6 +267,25 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     return summary
 
 
+def _reasons_and_samples(quarantine: DataFrame) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """How many quarantined rows each rule caught (most first), and the first few rows in file
+    order with their reasons: small aggregates, whatever the size of the quarantine."""
+    reason_counts = {
+        r["rule"]: r["count"]
+        for r in quarantine.select(F.explode(F.array_distinct("reasons.rule")).alias("rule"))
+        .groupBy("rule").count().orderBy(F.desc("count"), "rule").collect()
+    }
+    samples = [
+        {
+            "source_file": r["_source_file"], "line_number": r["_line_number"],
+            "raw": _escape_sample(bytes(r["_raw"])),
+            "reasons": [reason.asDict() for reason in r["reasons"]],
+        }
+        for r in quarantine.orderBy("_source_file", "_line_number").limit(SAMPLE_COUNT).collect()
+    ]
+    return reason_counts, samples
+
+
 def _keep(rows: DataFrame, held: ExitStack) -> DataFrame:
     """Materialise rows once, so each later action reads them instead of what they came from.
 
@@ -311,8 +318,10 @@ def _release(kept: DataFrame) -> None:
 
 def _check_manifest(manifest: dict[str, Any] | None, lines_read: int, dataset: str, batch_id: str) -> None:
     """The landing counted every file's lines; reading fewer or more means the batch changed."""
-    listed = sum(f["lines"] for f in (manifest or {}).get("files", []))
-    if manifest is not None and lines_read != listed:
+    if manifest is None:
+        return
+    listed = sum(f["lines"] for f in manifest.get("files", []))
+    if lines_read != listed:
         raise RuntimeError(
             f"{dataset} batch {batch_id}: the manifest lists {listed} lines but {lines_read} were read"
         )
