@@ -212,8 +212,8 @@ def run_checks(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     """
     from pyspark.sql import functions as F
 
-    from foodtaster import ingest, rules
-    from foodtaster.job import LINEAGE, flag_lines
+    from foodtaster.engine import ingest, rules
+    from foodtaster.engine.job import LINEAGE, flag_lines
     from foodtaster.registry import get_dataset
 
     config = get_dataset("orders")
@@ -230,9 +230,9 @@ def run_checks(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
 
 def run_gate_only(spark: Any, lake_root: Path) -> dict[str, Any]:
     """The GX gate alone over the valid rows `run_full(gate=False)` staged under `lake_root`."""
-    from foodtaster.gate import run_gate
-    from foodtaster.lake import Lake
+    from foodtaster.engine.gate import run_gate
     from foodtaster.registry import get_dataset
+    from foodtaster.state.lake import Lake
 
     config = get_dataset("orders")
     staged = Lake(str(lake_root)).staged_valid(config.name, BATCH_DATE, NO_GX_BATCH)
@@ -242,9 +242,9 @@ def run_gate_only(spark: Any, lake_root: Path) -> dict[str, Any]:
 
 
 def run_full(spark: Any, input_path: str, out: Path, *, gate: bool, messages: int) -> dict[str, Any]:
-    from foodtaster.job import BatchRun, run_batch
-    from foodtaster.lake import Lake
+    from foodtaster.engine.job import BatchRun, run_batch
     from foodtaster.registry import get_dataset
+    from foodtaster.state.lake import Lake
 
     batch_id = "bench-gx" if gate else NO_GX_BATCH
     run = BatchRun(get_dataset("orders"), input_path, Lake(str(out)), batch_id, BATCH_DATE,
@@ -282,8 +282,8 @@ def naive_validate(batches: Iterator[Any], max_message_bytes: int,
     import pandera.pandas as pa
 
     from contracts.orders import Orders
+    from foodtaster.engine.rules import json_type_of, read_contract
     from foodtaster.reference import failed_rules, json_type_matches
-    from foodtaster.rules import json_type_of, read_contract
 
     schema = Orders.to_schema()
     contract = read_contract(Orders)
@@ -413,12 +413,12 @@ def naive_counts(spark: Any, out: Path) -> dict[str, int]:
 
 
 def build_spark(master: str, driver_memory: str) -> Any:
-    """`foodtaster.spark.build_session`, with the driver's heap set before the JVM starts.
+    """`foodtaster.engine.spark.build_session`, with the driver's heap set before the JVM starts.
 
     build_session takes no extra conf; `--driver-memory` in PYSPARK_SUBMIT_ARGS reaches
     spark-submit the same way a `spark.driver.memory` builder conf would.
     """
-    from foodtaster.spark import build_session
+    from foodtaster.engine.spark import build_session
 
     submit = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")
     if "--driver-memory" not in submit:

@@ -1,5 +1,5 @@
 import sys
 
-from foodtaster.cli import main
+from foodtaster.ops.cli import main
 
 sys.exit(main())

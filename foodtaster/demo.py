@@ -62,12 +62,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from foodtaster import sample
-    from foodtaster.job import BatchRun, run_batch
-    from foodtaster.lake import Lake
-    from foodtaster.landing import land_batch
+    from foodtaster.engine.job import BatchRun, run_batch
+    from foodtaster.engine.spark import build_session
     from foodtaster.logs import configure
     from foodtaster.registry import get_dataset, lake_root
-    from foodtaster.spark import build_session
+    from foodtaster.state.lake import Lake
+    from foodtaster.state.landing import land_batch
 
     configure()
     config = get_dataset(args.dataset)

@@ -4,7 +4,7 @@ Used by the differential test (Spark's verdict must equal this, rule by rule)
 and by the benchmark's naive approach. A message becomes a one-row pandas frame
 whose columns carry the model's dtype when the JSON value has the field's JSON
 type, and stay `object` when it does not, so pandera's dtype check is the type
-rule. Rule ids are translated into the engine's (`foodtaster.rules.rule_id`).
+rule. Rule ids are translated into the engine's (`foodtaster.engine.rules.rule_id`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import pandera.pandas as pa
 
-from foodtaster.rules import Contract, frame_rule_id, json_type_of, rule_id
+from foodtaster.engine.rules import Contract, frame_rule_id, json_type_of, rule_id
 
 INT64 = (-(2**63), 2**63 - 1)
 

@@ -1,4 +1,4 @@
-"""Where an alert goes: Airflow connections -> the engine's senders (`foodtaster.alerts`).
+"""Where an alert goes: Airflow connections -> the engine's senders (`foodtaster.ops.alerts`).
 
 - email: the dataset's `smtp_conn_id` (default `smtp_default`), to `email_to`.
   Connection: `smtp://user:password@host:port?from_email=...` (extras `from_email`,
@@ -86,7 +86,7 @@ def deliver(alert: Any, config: DatasetConfig, lake: Any) -> Delivery:
 
     A channel that is configured but fails raises: the alert task retries it.
     """
-    from foodtaster import alerts
+    from foodtaster.ops import alerts
 
     path = alerts.write_alert_file(lake, alert)
     delivery = Delivery(file=str(path))

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from foodtaster.lake import Lake, exists, read_json
 from foodtaster.registry import PROJECT_ROOT, lake_root
+from foodtaster.state.lake import Lake, exists, read_json
 from foodtaster_airflow.localenv import ADMIN_USER, LocalAirflow, postgres_database
 
 AIRFLOW_HOME = PROJECT_ROOT / ".airflow"
@@ -64,8 +64,8 @@ def drop_batches(lake: Lake) -> None:
 
 def outcome(lake: Lake, date: str, run: dict[str, Any]) -> list[str]:
     """What an operator wants to know about a run, from the run and the lake."""
-    from foodtaster import ledger
-    from foodtaster.landing import batch_id_for
+    from foodtaster.state import ledger
+    from foodtaster.state.landing import batch_id_for
 
     batch_id = batch_id_for(date)
     entries = [e for e in ledger.batch_entries(lake, DATASET) if e["batch_id"] == batch_id]

@@ -77,7 +77,7 @@ class ValidateBatchOperator(SparkSubmitOperator):
         self.dataset = dataset
 
     def execute(self, context: Any) -> None:
-        from foodtaster.spark import JVM_CONF
+        from foodtaster.engine.spark import JVM_CONF
 
         env = job_environment()
         self.conf = {

@@ -11,8 +11,8 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from foodtaster.lake import Lake, check_batch_id, check_date
 from foodtaster.registry import DatasetConfig, get_dataset, lake_root
+from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow import channels
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ def run_interval(context: dict[str, Any], params: dict[str, Any] | None,
 
 def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dict[str, Any]:
     """Land the interval's new inbox files, or (with a batch id) the landed batch again."""
-    from foodtaster import landing, ledger
+    from foodtaster.state import landing, ledger
 
     lake = _lake()
     if ledger.is_disabled(lake, dataset):
@@ -102,8 +102,8 @@ def has_messages(landed: dict[str, Any]) -> bool:
 
 def gate(dataset: str, landed: dict[str, Any]) -> dict[str, Any]:
     """Read the batch summary and decide: publish or hold, alert or not."""
-    from foodtaster.lake import exists, read_json
-    from foodtaster.policy import decide
+    from foodtaster.ops.policy import decide
+    from foodtaster.state.lake import exists, read_json
 
     lake = Lake(landed["lake"])
     config = _config(dataset)
@@ -163,7 +163,7 @@ def publish(dataset: str, decision: dict[str, Any], outlet_event: Any) -> dict[s
     """Make the staged valid rows visible; the Asset event carries the counts."""
     from airflow.sdk.exceptions import AirflowSkipException
 
-    from foodtaster.publish import publish_batch
+    from foodtaster.state.publish import publish_batch
 
     verdict = decision["verdict"]
     if not verdict["publish"]:
@@ -191,9 +191,9 @@ def alert(dataset: str, decision: dict[str, Any]) -> dict[str, Any]:
     """Alert when the verdict says so (rate at alert_rate, or the batch held)."""
     from airflow.sdk.exceptions import AirflowSkipException
 
-    from foodtaster import alerts
-    from foodtaster.lake import read_json
-    from foodtaster.policy import Verdict
+    from foodtaster.ops import alerts
+    from foodtaster.ops.policy import Verdict
+    from foodtaster.state.lake import read_json
 
     verdict = decision["verdict"]
     if not verdict["alert"]:
@@ -220,7 +220,7 @@ def ledger(
     run_id: str,
 ) -> dict[str, Any]:
     """Record the batch; after `disable_after` held batches in a row, pause the DAG."""
-    from foodtaster import ledger as batch_ledger
+    from foodtaster.state import ledger as batch_ledger
 
     lake = Lake(landed["lake"])
     config = _config(dataset)
@@ -288,7 +288,7 @@ def ledger_entry(
 
 
 def _summary_timings(decision: dict[str, Any]) -> dict[str, Any] | None:
-    from foodtaster.lake import exists, read_json
+    from foodtaster.state.lake import exists, read_json
 
     uri = decision.get("summary_path")
     return read_json(uri).get("timings") if uri and exists(uri) else None
@@ -301,8 +301,8 @@ def disable(dataset: str, dag_id: str, streak: int, config: DatasetConfig,
     The alert goes out even when the pause fails; the task then fails so the failure
     shows in the UI.
     """
-    from foodtaster import alerts
-    from foodtaster import ledger as batch_ledger
+    from foodtaster.ops import alerts
+    from foodtaster.state import ledger as batch_ledger
     from foodtaster_airflow.rest import API_CONN_ID, AirflowApi
 
     reason = f"{streak} held batches in a row (disable_after={config.disable_after})"

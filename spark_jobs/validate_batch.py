@@ -17,11 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the engine, when run from a checkout
 
-from foodtaster.job import BatchRun, run_batch  # noqa: E402
-from foodtaster.lake import Lake, check_batch_id, check_date  # noqa: E402
+from foodtaster.engine.job import BatchRun, run_batch  # noqa: E402
+from foodtaster.engine.spark import build_session  # noqa: E402
 from foodtaster.logs import configure  # noqa: E402
 from foodtaster.registry import get_dataset, lake_root  # noqa: E402
-from foodtaster.spark import build_session  # noqa: E402
+from foodtaster.state.lake import Lake, check_batch_id, check_date  # noqa: E402
 
 
 def _checked(check):

@@ -29,7 +29,7 @@ def need(condition: bool, reason: str) -> None:
 
 @pytest.fixture(scope="session")
 def spark():
-    from foodtaster.spark import build_session
+    from foodtaster.engine.spark import build_session
 
     session = build_session("foodtaster-tests", master="local[2]", test_mode=True)
     yield session

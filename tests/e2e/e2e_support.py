@@ -15,8 +15,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from foodtaster.lake import Lake
 from foodtaster.sample import generate_batch
+from foodtaster.state.lake import Lake
 from foodtaster_airflow.localenv import VENV_BIN, LocalAirflow, postgres_database, postgres_settings
 
 DATASET = "orders"

@@ -20,8 +20,8 @@ from e2e_support import (
 )
 from servers import SmtpSink, WebhookSink
 
-from foodtaster import ledger
-from foodtaster.lake import Lake, exists
+from foodtaster.state import ledger
+from foodtaster.state.lake import Lake, exists
 from foodtaster_airflow.localenv import LocalAirflow
 
 pytestmark = pytest.mark.slow

@@ -15,8 +15,8 @@ from e2e_support import (
     parquet_rows,
 )
 
-from foodtaster import ledger
-from foodtaster.lake import Lake, exists
+from foodtaster.state import ledger
+from foodtaster.state.lake import Lake, exists
 from foodtaster_airflow.localenv import LocalAirflow, drop_postgres_database
 
 pytestmark = pytest.mark.slow

@@ -14,8 +14,8 @@ import pytest
 import requests
 from e2e_support import ALERTING, DAG_ID, DATASET, fill_inbox
 
-from foodtaster.lake import Lake
 from foodtaster.registry import PROJECT_ROOT
+from foodtaster.state.lake import Lake
 from foodtaster_airflow.localenv import (
     SMALL_SPARK_CONF,
     VENV_BIN,

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from e2e_support import HOLDING, fill_inbox, metadata_database, parquet_rows, partitions
 
-from foodtaster import ledger
-from foodtaster.lake import Lake, exists
 from foodtaster.registry import PROJECT_ROOT
+from foodtaster.state import ledger
+from foodtaster.state.lake import Lake, exists
 from foodtaster_airflow.localenv import (
     LocalAirflow,
     drop_postgres_database,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from servers import SmtpSink, WebhookSink
 
-from foodtaster.alerts import (
+from foodtaster.ops.alerts import (
     SAMPLE_CHARS,
     AlertDeliveryError,
     build_batch_alert,
@@ -18,9 +18,9 @@ from foodtaster.alerts import (
     send_slack,
     write_alert_file,
 )
-from foodtaster.lake import Lake
-from foodtaster.policy import decide
+from foodtaster.ops.policy import decide
 from foodtaster.registry import AlertChannels, DatasetConfig
+from foodtaster.state.lake import Lake
 
 CONFIG = DatasetConfig(
     name="orders", contract="contracts.orders:Orders", expectation_suite="expectations/orders.json",

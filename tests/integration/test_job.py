@@ -13,12 +13,12 @@ from pyspark.sql import functions as F
 
 from contracts.orders import Orders
 from foodtaster import sample
-from foodtaster.job import BatchRun, run_batch
-from foodtaster.lake import Lake
-from foodtaster.reasons import LAYERS
+from foodtaster.engine.job import BatchRun, run_batch
+from foodtaster.engine.reasons import LAYERS
+from foodtaster.engine.rules import read_contract
 from foodtaster.reference import failed_rules
 from foodtaster.registry import get_dataset
-from foodtaster.rules import read_contract
+from foodtaster.state.lake import Lake
 
 MAX_BYTES = 4096
 # What a poison kind must be quarantined for (at least this rule among its reasons).
@@ -196,7 +196,7 @@ def test_a_batch_that_disagrees_with_its_manifest_fails_before_writing_and_frees
 
 @pytest.mark.parametrize("with_good_file", [True, False])
 def test_a_file_that_cannot_be_read_is_one_quarantined_message(spark, tmp_path, with_good_file):
-    from foodtaster.landing import land_batch
+    from foodtaster.state.landing import land_batch
 
     lake = Lake(str(tmp_path / "lake"))
     inbox = Path(lake.inbox("orders", "2026-11-20"))
@@ -221,7 +221,7 @@ def test_a_file_that_cannot_be_read_is_one_quarantined_message(spark, tmp_path, 
 def test_the_jvm_compiles_the_large_validation_method(spark):
     """The flag pass compiles to a method over HotSpot's 8000-byte JIT limit; without this
     option it runs interpreted (bench: 1.7x slower). build_session must pass it to the JVM."""
-    from foodtaster.spark import JVM_OPTIONS
+    from foodtaster.engine.spark import JVM_OPTIONS
 
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     assert JVM_OPTIONS in list(runtime.getInputArguments())

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from foodtaster import ledger
-from foodtaster.lake import Lake, write_json
+from foodtaster.state import ledger
+from foodtaster.state.lake import Lake, write_json
 from foodtaster_airflow import channels, steps
 from foodtaster_airflow.localenv import VENV_BIN
 from foodtaster_airflow.rest import AirflowApi

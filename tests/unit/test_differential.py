@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from contracts.orders import Orders
-from foodtaster.job import validate_lines
+from foodtaster.engine.job import validate_lines
+from foodtaster.engine.rules import FieldRule, read_contract
 from foodtaster.reference import failed_rules
-from foodtaster.rules import FieldRule, read_contract
 
 CONTRACT = read_contract(Orders)
 MISSING = object()

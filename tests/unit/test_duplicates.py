@@ -4,8 +4,8 @@ from conftest import lines_frame
 from pyspark.sql import functions as F
 
 from contracts.orders import Orders
-from foodtaster.job import decide_outcomes, flag_lines, with_reasons
-from foodtaster.rules import read_contract
+from foodtaster.engine.job import decide_outcomes, flag_lines, with_reasons
+from foodtaster.engine.rules import read_contract
 
 CONTRACT = read_contract(Orders)
 BASE = ('{"message_id": "%s", "order_id": "o", "customer_id": "c", "amount": %s, "currency": "USD", '

@@ -1,6 +1,6 @@
 """Which columns the batch gate hands to Great Expectations."""
 
-from foodtaster.gate import load_suite, suite_columns
+from foodtaster.engine.gate import load_suite, suite_columns
 from foodtaster.registry import get_dataset
 
 

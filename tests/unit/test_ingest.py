@@ -4,7 +4,7 @@ import gzip
 
 from pyspark.sql import functions as F
 
-from foodtaster import ingest
+from foodtaster.engine import ingest
 
 
 def _numbered(spark, path):

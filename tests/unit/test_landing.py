@@ -14,9 +14,9 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from foodtaster import landing
-from foodtaster.lake import BATCH_ID_PATTERN, Lake
-from foodtaster.landing import LandingError, batch_id_for, land_batch
+from foodtaster.state import landing
+from foodtaster.state.lake import BATCH_ID_PATTERN, Lake
+from foodtaster.state.landing import LandingError, batch_id_for, land_batch
 
 DATE = "2026-11-20"
 FIRST = datetime(2026, 11, 21, 1, 0, tzinfo=UTC)

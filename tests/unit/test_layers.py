@@ -5,7 +5,7 @@ import json
 import pytest
 from conftest import lines_frame
 
-from foodtaster import layers
+from foodtaster.engine import layers
 
 GOOD = b'{"message_id": "m1", "amount": 5}'
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from foodtaster.lake import Lake
-from foodtaster.ledger import (
+from foodtaster.state.lake import Lake
+from foodtaster.state.ledger import (
     batch_entries,
     clear_disabled,
     held_streak,

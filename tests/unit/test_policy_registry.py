@@ -2,7 +2,7 @@
 
 import pytest
 
-from foodtaster.policy import decide
+from foodtaster.ops.policy import decide
 from foodtaster.registry import RegistryError, get_dataset, load_registry
 
 ORDERS = get_dataset("orders")  # alert_rate 0.02, hold_rate 0.20

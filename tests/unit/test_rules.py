@@ -8,8 +8,8 @@ from conftest import lines_frame
 from pandera.typing import Series
 
 from contracts.orders import Orders
-from foodtaster.job import validate_lines
-from foodtaster.rules import ContractError, read_contract, rule_id
+from foodtaster.engine.job import validate_lines
+from foodtaster.engine.rules import ContractError, read_contract, rule_id
 
 CONTRACT = read_contract(Orders)
 GOOD = {"message_id": "m-1", "order_id": "o", "customer_id": "c", "amount": 12.5, "currency": "USD",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from foodtaster.cli import main
+from foodtaster.ops.cli import main
 from foodtaster.sample import POISON_KINDS, LineTruth, SampleBatch, generate_batch
 
 MAX_BYTES = 2048  # small, so the oversized lines stay small

@@ -29,8 +29,8 @@ from typing import Any
 
 import fsspec
 
-from foodtaster.lake import Lake, check_batch_id, check_date, exists, read_json, write_json
 from foodtaster.logs import batch_logger
+from foodtaster.state.lake import Lake, check_batch_id, check_date, exists, read_json, write_json
 
 CHUNK_BYTES = 1024 * 1024  # read, hash, decompress and copy in pieces of this size
 MANIFEST = "_manifest.json"

@@ -17,14 +17,14 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 
-from foodtaster import ingest, layers, rules
-from foodtaster.duplicates import mark_duplicates, repeated_keys
-from foodtaster.lake import Lake, exists, read_json, remove_dir, write_json
+from foodtaster.engine import ingest, layers, rules
+from foodtaster.engine.duplicates import mark_duplicates, repeated_keys
+from foodtaster.engine.reasons import REASONS, any_failed, check, collect
 from foodtaster.logs import batch_logger
-from foodtaster.policy import decide
-from foodtaster.publish import publish_batch
-from foodtaster.reasons import REASONS, any_failed, check, collect
+from foodtaster.ops.policy import decide
 from foodtaster.registry import DatasetConfig
+from foodtaster.state.lake import Lake, exists, read_json, remove_dir, write_json
+from foodtaster.state.publish import publish_batch
 
 LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
 SAMPLE_COUNT = 5
@@ -224,7 +224,7 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
 
         mark = time.perf_counter()
         if run.gate:
-            from foodtaster.gate import run_gate
+            from foodtaster.engine.gate import run_gate
 
             gate = run_gate(valid, config.suite_path(), config.name, run.batch_id, run.batch_date,
                             data_docs_uri=report + "/data_docs")

@@ -14,7 +14,7 @@ from typing import Any
 
 import fsspec
 
-from foodtaster.lake import Lake, check_batch_id, check_date, exists, read_json, write_json
+from foodtaster.state.lake import Lake, check_batch_id, check_date, exists, read_json, write_json
 
 VERDICTS = ("published", "held", "empty")
 REQUIRED_KEYS = (

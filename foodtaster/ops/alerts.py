@@ -26,10 +26,10 @@ from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from typing import Any
 
-from foodtaster.lake import Lake, write_json, write_text
 from foodtaster.logs import batch_logger
-from foodtaster.policy import Verdict
+from foodtaster.ops.policy import Verdict
 from foodtaster.registry import DatasetConfig
+from foodtaster.state.lake import Lake, write_json, write_text
 
 MAX_SAMPLES = 5  # sample messages shown in a batch alert
 MAX_SAMPLE_REASONS = 5  # reasons shown per sample message

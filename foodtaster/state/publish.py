@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from foodtaster.lake import Lake, exists, replace_dir
 from foodtaster.logs import batch_logger
+from foodtaster.state.lake import Lake, exists, replace_dir
 
 
 def publish_batch(lake: Lake, dataset: str, batch_date: str, batch_id: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from foodtaster.reasons import check
+from foodtaster.engine.reasons import check
 
 
 def repeated_keys(rows: DataFrame, key: str) -> DataFrame:

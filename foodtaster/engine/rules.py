@@ -32,7 +32,7 @@ from pyspark.sql.types import (
 )
 
 from foodtaster.checks import COMPARISONS, ISO_TIMESTAMP_PATTERN
-from foodtaster.reasons import Check, check
+from foodtaster.engine.reasons import Check, check
 
 INTEGER_KINDS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from foodtaster.reasons import Check, any_failed, check, collect
+from foodtaster.engine.reasons import Check, any_failed, check, collect
 
 TEXT = "_text"
 WRAPPED = "_wrapped"  # the line parsed as `[<line>]`: the message is element 0

@@ -1,0 +1,1 @@
+"""Spark transformations: read, parse, check, split, gate a batch. No Airflow import."""

@@ -1,0 +1,1 @@
+"""What operators touch: the gate policy, alerts, the command line."""

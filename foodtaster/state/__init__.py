@@ -1,0 +1,1 @@
+"""State in the lake: paths, landing, the ledger, publishing."""
