@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 import fsspec
@@ -25,8 +26,14 @@ def check_batch_id(batch_id: str) -> str:
 
 
 def check_date(value: str) -> str:
+    """A real calendar day as YYYY-MM-DD: `2026-13-45` would become a partition that makes
+    Spark read `batch_date` as a string for the whole dataset."""
     if not DATE_PATTERN.match(value):
         raise ValueError(f"date {value!r} must be YYYY-MM-DD")
+    try:
+        date.fromisoformat(value)
+    except ValueError as err:
+        raise ValueError(f"date {value!r} is not a calendar day: {err}") from err
     return value
 
 

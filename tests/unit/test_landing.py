@@ -304,3 +304,26 @@ def test_the_lake_can_be_any_fsspec_uri(memory_lake: Lake) -> None:
     assert fs.cat_file(f"{raw}/a.jsonl") == b"1\n2\n"
     assert fs.cat_file(f"{raw}/_unreadable/b.jsonl.gz") == b"not gzip"
     assert land_batch(memory_lake, "orders", DATE, now=LATER) == result
+
+
+@pytest.mark.parametrize("bad", ["2026-13-45", "2026-02-30", "2026-00-01"])
+def test_an_impossible_date_is_refused_at_every_entry_before_anything_is_written(
+    lake: Lake, bad: str
+) -> None:
+    import importlib.util
+
+    from foodtaster_airflow.steps import run_interval
+
+    with pytest.raises(ValueError, match="not a calendar day"):
+        land_batch(lake, "orders", bad)
+    with pytest.raises(ValueError, match="not a calendar day"):
+        run_interval({}, {"batch_date": bad}, "@daily")
+    spec = importlib.util.spec_from_file_location(
+        "validate_batch", Path(__file__).resolve().parents[2] / "spark_jobs" / "validate_batch.py"
+    )
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    with pytest.raises(SystemExit) as exit_:
+        job.parse_args(["--dataset", "orders", "--input", "x", "--batch-id", "b", "--batch-date", bad])
+    assert exit_.value.code == 2
+    assert not Path(lake.root).exists()  # nothing was written
