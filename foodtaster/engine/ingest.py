@@ -8,10 +8,20 @@ from a tiny per-split aggregate, never per row on the driver.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 SPLIT_KEYS = ["_source_file", "_split_start"]
+
+
+def on_disk(uri: Column) -> Column:
+    """A path as Spark's file metadata spells it (URI-encoded: `with%20space.jsonl`) as it is
+    on disk, the spelling of the manifest and of a person's `ls`.
+
+    `url_decode` would read a literal `+` (which Hadoop leaves unencoded) as a space, so it is
+    escaped first.
+    """
+    return F.url_decode(F.regexp_replace(uri, r"\+", "%2B"))
 
 
 def read_lines(spark: SparkSession, path: str) -> DataFrame:
@@ -23,7 +33,7 @@ def read_lines(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.text(path).select(
         F.col("value").alias("_text"),
         F.col("value").cast("binary").alias("_raw"),
-        F.col("_metadata.file_path").alias("_source_file"),
+        on_disk(F.col("_metadata.file_path")).alias("_source_file"),
         F.col("_metadata.file_block_start").alias("_split_start"),
         F.col("_metadata.file_modification_time").alias("_modified_at"),
         F.monotonically_increasing_id().alias("_row_id"),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import fsspec
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -24,6 +25,7 @@ from foodtaster.logs import batch_logger
 from foodtaster.ops.policy import decide
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake, exists, read_json, remove_dir, write_json
+from foodtaster.state.landing import UNREADABLE_DIR, UNREADABLE_RULE
 from foodtaster.state.publish import publish_batch
 
 LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
@@ -124,8 +126,9 @@ def quarantine_rows(quarantined: DataFrame, contract: rules.Contract, max_messag
 
 
 def unreadable_rows(files: DataFrame, batch_id: str, ingested_at: datetime) -> DataFrame:
-    """Files the landing could not read (`path`, `content`, `reason`): one quarantine row each."""
-    reasons = check(F.lit(True), "bytes", "file.unreadable", F.col("reason")).reason
+    """Files the landing could not read or would not hold (`path`, `content`, `rule`, `reason`):
+    one quarantine row each. `content` is the file's first bytes; the whole file is in raw/."""
+    reasons = check(F.lit(True), "bytes", F.col("rule"), F.col("reason")).reason
     return files.select(
         F.col("content").alias("_raw"),
         reasons.alias("reasons"),
@@ -199,8 +202,10 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         unreadable = (manifest or {}).get("unreadable", [])
         if unreadable:
             quarantine = quarantine.unionByName(
-                unreadable_rows(_unreadable_files(spark, run.input_path, unreadable), run.batch_id,
-                                ingested_at),
+                unreadable_rows(
+                    _unreadable_files(spark, run.input_path, unreadable, config.max_message_bytes),
+                    run.batch_id, ingested_at,
+                ),
                 allowMissingColumns=True,
             )
 
@@ -338,10 +343,21 @@ def _ingested_at(manifest: dict[str, Any] | None, offsets: DataFrame) -> datetim
     return datetime.fromtimestamp(newest or 0, UTC)
 
 
-def _unreadable_files(spark: SparkSession, input_path: str, entries: list[dict]) -> DataFrame:
-    folder = input_path.rstrip("/") + "/_unreadable"
-    reasons = spark.createDataFrame([(e["name"], e["reason"]) for e in entries], "name string, reason string")
-    files = spark.read.format("binaryFile").load(folder).select(
-        "path", "content", F.element_at(F.split("path", "/"), -1).alias("name")
-    )
-    return files.join(F.broadcast(reasons), "name")
+def _unreadable_files(
+    spark: SparkSession, input_path: str, entries: list[dict], prefix_bytes: int
+) -> DataFrame:
+    """The landing's unreadable files as (path, content, rule, reason), `content` their first
+    `prefix_bytes`: a gzip bomb or a huge file is never loaded whole. Read on the driver, since
+    they are few; the path is spelled as for the lines read (`ingest.on_disk`)."""
+    folder = input_path.rstrip("/") + "/" + UNREADABLE_DIR
+    fs, fs_folder = fsspec.core.url_to_fs(folder)
+    # binaryFile reads no content unless it is selected: this only lists Spark's paths.
+    listed = spark.read.format("binaryFile").load(folder).select(ingest.on_disk(F.col("path")).alias("path"))
+    paths = {path.rsplit("/", 1)[-1]: path for (path,) in listed.collect()}
+    rows = []
+    for entry in entries:
+        with fs.open(f"{fs_folder}/{entry['name']}", "rb") as handle:
+            prefix = handle.read(prefix_bytes)
+        rows.append((paths.get(entry["name"], f"{folder}/{entry['name']}"), bytearray(prefix),
+                     entry.get("rule", UNREADABLE_RULE), entry["reason"]))
+    return spark.createDataFrame(rows, "path string, content binary, rule string, reason string")

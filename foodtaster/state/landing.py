@@ -35,6 +35,7 @@ from foodtaster.state.lake import Lake, check_batch_id, check_date, exists, read
 CHUNK_BYTES = 1024 * 1024  # read, hash, decompress and copy in pieces of this size
 MANIFEST = "_manifest.json"
 UNREADABLE_DIR = "_unreadable"
+UNREADABLE_RULE = "file.unreadable"  # the quarantine rule of a file that cannot be decompressed
 _GZIP_WBITS = 31  # zlib: expect a gzip header and trailer, check the CRC and length
 
 
