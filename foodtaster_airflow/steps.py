@@ -68,7 +68,8 @@ def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dic
     if batch_id:
         date = landed_date(lake, dataset, check_batch_id(batch_id))
         hour = None
-    result = landing.land_batch(lake, dataset, date, batch_id=batch_id, hour=hour)
+    result = landing.land_batch(lake, dataset, date, batch_id=batch_id, hour=hour,
+                                limits=landing.Limits.of(_config(dataset)))
     return {**result.as_dict(), "lake": lake.root, "reprocess": bool(batch_id)}
 
 
@@ -261,6 +262,7 @@ def ledger_entry(
         "landed_messages": landed["messages"],
         "files": len(landed["files"]),
         "unreadable_files": len(landed["unreadable"]),
+        "refused": landed.get("refused", []),  # inbox entries never read: symlinks
         "reprocess": landed.get("reprocess", False),
         "dag_id": dag_id,
         "run_id": run_id,

@@ -6,7 +6,9 @@ DataFrames is a pure transformation that a test can run on five rows.
 
 from __future__ import annotations
 
+import base64
 import time
+import urllib.parse
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -125,16 +127,17 @@ def quarantine_rows(quarantined: DataFrame, contract: rules.Contract, max_messag
     )
 
 
-def unreadable_rows(files: DataFrame, batch_id: str, ingested_at: datetime) -> DataFrame:
-    """Files the landing could not read or would not hold (`path`, `content`, `rule`, `reason`):
-    one quarantine row each. `content` is the file's first bytes; the whole file is in raw/."""
+def unreadable_rows(items: DataFrame, batch_id: str, ingested_at: datetime) -> DataFrame:
+    """What the reader never held whole (`path`, `line`, `content`, `rule`, `reason`): files the
+    landing could not read or would not hold (`line` null), lines too large to read. One
+    quarantine row each; `content` is their first bytes, the whole is in raw/."""
     reasons = check(F.lit(True), "bytes", F.col("rule"), F.col("reason")).reason
-    return files.select(
+    return items.select(
         F.col("content").alias("_raw"),
         reasons.alias("reasons"),
         F.lit(batch_id).alias("_batch_id"),
         F.col("path").alias("_source_file"),
-        F.lit(None).cast(LongType()).alias("_line_number"),
+        F.col("line").cast(LongType()).alias("_line_number"),
         F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
     )
 
@@ -174,13 +177,16 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
 
     # What is kept in Spark's memory for this batch is freed on the way out, even when a step fails.
     with ExitStack() as held:
-        lines = ingest.read_lines(spark, run.input_path)
+        # Without a manifest nobody counted the lines the reader would skip: hold them all.
+        lines = ingest.read_lines(spark, run.input_path, config.line_read_bytes if manifest else None)
         # The one pass over every message; all that follows reads this copy, not the input.
         flagged = _keep(flag_lines(lines, contract, config.max_message_bytes), held)
         offsets = _persist(ingest.split_offsets(flagged), held)  # one row a file split
         ingested_at = _ingested_at(manifest, offsets)
         lines_read = offsets.agg(F.sum("_split_lines")).first()[0] or 0
-        _check_manifest(manifest, lines_read, config.name, run.batch_id)  # before anything is written
+        too_large = sum(len(f.get("too_large", [])) for f in (manifest or {}).get("files", []))
+        # before anything is written
+        _check_manifest(manifest, lines_read + too_large, config.name, run.batch_id)
         timings["read_validate_s"] = time.perf_counter() - started
 
         mark = time.perf_counter()
@@ -189,7 +195,10 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         if repeated is not None:
             repeated.count()
         timings["duplicates_s"] = time.perf_counter() - mark
-        rows = ingest.with_line_numbers(decide_outcomes(flagged, contract, repeated), offsets).select(
+        skipped = ingest.skipped_lines(spark, (manifest or {}).get("files", []))
+        rows = ingest.with_line_numbers(
+            decide_outcomes(flagged, contract, repeated), offsets, skipped
+        ).select(
             "*", F.lit(run.batch_id).alias("_batch_id"),
             F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
         )
@@ -199,14 +208,10 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         # quarantine written in 1.3 s kept apart, 1.5 s read through).
         to_quarantine = _keep(with_outcome(rows, QUARANTINED), held)
         quarantine = quarantine_rows(to_quarantine, contract, config.max_message_bytes)
-        unreadable = (manifest or {}).get("unreadable", [])
-        if unreadable:
+        unread = _unread_items(spark, run.input_path, manifest, config)
+        if unread is not None:
             quarantine = quarantine.unionByName(
-                unreadable_rows(
-                    _unreadable_files(spark, run.input_path, unreadable, config.max_message_bytes),
-                    run.batch_id, ingested_at,
-                ),
-                allowMissingColumns=True,
+                unreadable_rows(unread, run.batch_id, ingested_at), allowMissingColumns=True
             )
 
         staged = lake.staged_valid(config.name, run.batch_date, run.batch_id)
@@ -221,10 +226,11 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         valid = spark.read.parquet(staged)
         written_quarantine = spark.read.parquet(quarantine_path)
         valid_count, quarantined = valid.count(), written_quarantine.count()
-        duplicates_dropped = lines_read - valid_count - (quarantined - len(unreadable))
+        unreadable = len((manifest or {}).get("unreadable", []))
+        duplicates_dropped = lines_read - valid_count - (quarantined - unreadable - too_large)
         reason_counts, samples = _reasons_and_samples(written_quarantine)
         timings["metrics_s"] = time.perf_counter() - mark
-        messages = lines_read + len(unreadable)
+        messages = lines_read + too_large + unreadable
         report = lake.report(config.name, run.batch_id)
 
         mark = time.perf_counter()
@@ -343,21 +349,35 @@ def _ingested_at(manifest: dict[str, Any] | None, offsets: DataFrame) -> datetim
     return datetime.fromtimestamp(newest or 0, UTC)
 
 
-def _unreadable_files(
-    spark: SparkSession, input_path: str, entries: list[dict], prefix_bytes: int
-) -> DataFrame:
-    """The landing's unreadable files as (path, content, rule, reason), `content` their first
-    `prefix_bytes`: a gzip bomb or a huge file is never loaded whole. Read on the driver, since
-    they are few; the path is spelled as for the lines read (`ingest.on_disk`)."""
-    folder = input_path.rstrip("/") + "/" + UNREADABLE_DIR
+def _unread_items(
+    spark: SparkSession, input_path: str, manifest: dict[str, Any] | None, config: DatasetConfig
+) -> DataFrame | None:
+    """The manifest's unreadable files and lines too large to read, as `unreadable_rows` takes
+    them, or None. Built on the driver (they are few) from bounded prefixes: a gzip bomb or a
+    300 MB line is never loaded whole."""
+    if not manifest:
+        return None
+    folder = input_path.rstrip("/")
     fs, fs_folder = fsspec.core.url_to_fs(folder)
-    # binaryFile reads no content unless it is selected: this only lists Spark's paths.
-    listed = spark.read.format("binaryFile").load(folder).select(ingest.on_disk(F.col("path")).alias("path"))
-    paths = {path.rsplit("/", 1)[-1]: path for (path,) in listed.collect()}
     rows = []
-    for entry in entries:
-        with fs.open(f"{fs_folder}/{entry['name']}", "rb") as handle:
-            prefix = handle.read(prefix_bytes)
-        rows.append((paths.get(entry["name"], f"{folder}/{entry['name']}"), bytearray(prefix),
-                     entry.get("rule", UNREADABLE_RULE), entry["reason"]))
-    return spark.createDataFrame(rows, "path string, content binary, rule string, reason string")
+    for entry in manifest.get("unreadable", []):
+        with fs.open(f"{fs_folder}/{UNREADABLE_DIR}/{entry['name']}", "rb") as handle:
+            head = handle.read(config.max_message_bytes)
+        rows.append((_as_spark_spells(spark, f"{folder}/{UNREADABLE_DIR}/{entry['name']}"), None,
+                     bytearray(head), entry.get("rule", UNREADABLE_RULE), entry["reason"]))
+    for entry in manifest.get("files", []):
+        for line in entry.get("too_large", []):
+            reason = (f"message is {line['bytes']} bytes, over the limit of {config.max_message_bytes}; "
+                      f"too large to read: the whole line (sha256 {line['sha256']}) is in raw/")
+            rows.append((_as_spark_spells(spark, f"{folder}/{entry['name']}"), line["line"],
+                         bytearray(base64.b64decode(line["head"])), "line.too_large", reason))
+    if not rows:
+        return None
+    return spark.createDataFrame(rows, "path string, line long, content binary, rule string, reason string")
+
+
+def _as_spark_spells(spark: SparkSession, path: str) -> str:
+    """A path spelled as `ingest.read_lines` spells `_source_file` (qualified, as on disk)."""
+    jvm_path = spark._jvm.org.apache.hadoop.fs.Path(path)
+    fs = jvm_path.getFileSystem(spark._jsc.hadoopConfiguration())
+    return urllib.parse.unquote(fs.makeQualified(jvm_path).toUri().toString())
