@@ -4,13 +4,17 @@ the quarantine and the rest of the batch is processed."""
 
 from __future__ import annotations
 
+import threading
+import time
 import zlib
 from pathlib import Path
 
+import pytest
+
 from foodtaster import sample
-from foodtaster.engine.job import BatchRun, run_batch
+from foodtaster.engine.job import BatchRun, CountsDoNotAddUp, run_batch
 from foodtaster.registry import get_dataset
-from foodtaster.state.lake import Lake
+from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake
 from foodtaster.state.landing import land_batch
 
 DATE = "2026-11-20"
@@ -76,3 +80,53 @@ def test_hostile_files_end_in_the_quarantine_and_the_rest_is_processed(spark, tm
                         ("12_30 with space+plus.jsonl", 1), ("12_30 with space+plus.jsonl", 2)}
     spelled = {r._source_file for r in valid.select("_source_file").distinct().collect()}
     assert f"file:{landed.raw_path}/12_30 with space+plus.jsonl" in spelled
+
+
+def _at_fault(monkeypatch, tmp_path: Path, step: str, action) -> threading.Thread:
+    """Stop the job at `step` (`fault_point`), run `action` there, then let it go on."""
+    folder = tmp_path / "faults"
+    folder.mkdir()
+    monkeypatch.setenv(FAULT_AT_ENV, step)
+    monkeypatch.setenv(FAULT_DIR_ENV, str(folder))
+
+    def act() -> None:
+        deadline = time.monotonic() + 600
+        while not (folder / f"{step}.reached").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        try:
+            action()
+        finally:
+            (folder / f"{step}.go").touch()
+
+    thread = threading.Thread(target=act, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_rows_lost_during_the_write_fail_the_batch_and_nothing_is_swapped_in(
+    spark, tmp_path, monkeypatch
+):
+    lake = Lake(str(tmp_path / "lake"))
+    inbox = Path(lake.inbox("orders", DATE))
+    sample.generate_batch(inbox, messages=600, seed=8, poison_rate=0.1, files=2, gzip_files=0,
+                          kinds=["redelivery", "nan"])
+    landed = land_batch(lake, "orders", DATE)
+    config = get_dataset("orders")
+    first = run_batch(spark, BatchRun(config=config, input_path=landed.raw_path, lake=lake,
+                                      batch_id=landed.batch_id, batch_date=DATE, gate=False))
+    assert first["duplicates_dropped"] > 0 and first["published"]
+    published = Path(lake.valid("orders", DATE, landed.batch_id))
+    before = sorted(p.read_bytes() for p in published.glob("*.parquet"))
+    summary_before = Path(lake.summary("orders", landed.batch_id)).read_bytes()
+
+    run_valid = Path(lake.run_output("valid", "orders", DATE, landed.batch_id, "lossy"))
+    thread = _at_fault(monkeypatch, tmp_path, "written",
+                       lambda: [p.unlink() for p in sorted(run_valid.glob("*.parquet"))[:1]])
+    with pytest.raises(CountsDoNotAddUp, match=r"600 messages read but \d+ valid"):
+        run_batch(spark, BatchRun(config=config, input_path=landed.raw_path, lake=lake,
+                                  batch_id=landed.batch_id, batch_date=DATE, gate=False,
+                                  run_id="lossy"))
+    thread.join(5)
+    assert sorted(p.read_bytes() for p in published.glob("*.parquet")) == before
+    assert Path(lake.summary("orders", landed.batch_id)).read_bytes() == summary_before
+    assert not Path(lake.runs("valid", "orders", DATE, landed.batch_id)).exists()
