@@ -22,6 +22,7 @@ from foodtaster.engine.spark import build_session  # noqa: E402
 from foodtaster.logs import configure  # noqa: E402
 from foodtaster.registry import get_dataset, lake_root  # noqa: E402
 from foodtaster.state.lake import Lake, check_batch_id, check_date, new_run_id, run_id_from  # noqa: E402
+from foodtaster.state.lease import batch_lease  # noqa: E402
 
 
 def _checked(check):
@@ -60,16 +61,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure()
     config = get_dataset(args.dataset)
-    spark = build_session(f"foodtaster-{args.dataset}-{args.batch_id}", master=args.master)
-    try:
-        summary = run_batch(
-            spark,
-            BatchRun(config=config, input_path=args.input, lake=Lake(args.lake or lake_root()),
-                     batch_id=args.batch_id, batch_date=args.batch_date, publish=args.publish,
-                     gate=args.gate, run_id=args.run_id or new_run_id()),
-        )
-    finally:
-        spark.stop()
+    run = BatchRun(config=config, input_path=args.input, lake=Lake(args.lake or lake_root()),
+                   batch_id=args.batch_id, batch_date=args.batch_date, publish=args.publish,
+                   gate=args.gate, run_id=args.run_id or new_run_id())
+    # Taken before Spark starts, so a second run of the batch is refused in a second.
+    with batch_lease(run.lake, config.name, run.batch_id, run.run_id):
+        spark = build_session(f"foodtaster-{args.dataset}-{args.batch_id}", master=args.master)
+        try:
+            summary = run_batch(spark, run)
+        finally:
+            spark.stop()
     print(json.dumps({k: summary[k] for k in (
         "dataset", "batch_id", "run_id", "messages", "valid", "quarantined", "duplicates_dropped",
         "quarantine_rate", "published",

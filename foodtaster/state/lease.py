@@ -40,7 +40,9 @@ def lease_uri(lake: Lake, dataset: str, batch_id: str) -> str:
 def batch_lease(
     lake: Lake, dataset: str, batch_id: str, run_id: str, ttl: timedelta = DEFAULT_TTL
 ) -> Iterator[dict[str, Any]]:
-    """Hold the batch's lease for the block; raises LeaseHeld naming the live holder."""
+    """Hold the batch's lease for the block; raises LeaseHeld naming the live holder.
+
+    Re-entrant within one process and run: the outermost hold releases it."""
     uri = lease_uri(lake, dataset, batch_id)
     now = datetime.now(UTC)
     holder = {
@@ -49,6 +51,9 @@ def batch_lease(
     }
     if not _create(uri, holder):
         current = _read(uri)
+        if current and (current.get("run_id"), current.get("pid")) == (run_id, os.getpid()):
+            yield current  # this process holds it already (the job's CLI, then run_batch)
+            return
         if current is not None and not _stale(current):
             raise LeaseHeld(
                 f"{dataset} batch {batch_id} is held by run {current.get('run_id')} "

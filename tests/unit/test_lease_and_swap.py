@@ -29,6 +29,9 @@ def test_a_second_holder_is_refused_with_the_holders_name(lake: Lake) -> None:
             pass
         with batch_lease(lake, "orders", "b2", "run-b"):  # another batch is free
             pass
+        with batch_lease(lake, "orders", "b1", "run-a"):  # the holder again: re-entrant
+            pass
+        assert Path(lease_uri(lake, "orders", "b1")).exists()  # the outer hold releases
     assert not Path(lease_uri(lake, "orders", "b1")).exists()
     with batch_lease(lake, "orders", "b1", "run-b"):  # released: free again
         pass
@@ -97,3 +100,25 @@ def test_without_an_exchange_the_old_folder_is_moved_aside_then_the_new_one_in(
 def test_run_ids_from_airflow_become_path_names() -> None:
     assert run_id_from("manual__2026-11-20T00:00:00+00:00") == "manual__2026-11-20T00_00_00_00_00"
     assert run_id_from("::") == "run"
+
+
+def test_the_publish_task_publishes_the_judged_run_and_says_so_in_the_summary(lake: Lake) -> None:
+    from foodtaster.state.lake import read_json, write_json
+    from foodtaster_airflow.steps import PipelineError, publish_judged
+
+    staged = Path(lake.staged_valid("orders", "2026-11-20", "b1"))
+    staged.mkdir(parents=True)
+    (staged / "part-0.parquet").write_text("rows of run r1")
+    summary_uri = lake.summary("orders", "b1")
+    write_json(summary_uri, {"run_id": "r2", "published": False})
+    decision = {"batch_id": "b1", "batch_date": "2026-11-20", "run_id": "r1",
+                "summary_path": summary_uri}
+    with pytest.raises(PipelineError, match="the gate judged run r1 but run r2 is staged"):
+        publish_judged(lake, "orders", decision)
+    assert not Path(lake.valid("orders", "2026-11-20", "b1")).exists()
+
+    write_json(summary_uri, {"run_id": "r1", "published": False})
+    path = publish_judged(lake, "orders", decision)
+    assert (Path(path) / "part-0.parquet").read_text() == "rows of run r1" and not staged.exists()
+    assert read_json(summary_uri)["published"] is True
+    assert not Path(lease_uri(lake, "orders", "b1")).exists()
