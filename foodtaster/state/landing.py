@@ -245,11 +245,9 @@ def _inbox_files(
     if not fs.exists(inbox_path):
         return [], []
     folders = inbox_rel.split("/")[2:]  # dt=<date>[/hour=<HH>], under inbox/<dataset>
-    for depth in range(1, len(folders) + 1):
-        folder = inbox_path.rsplit("/", len(folders) - depth)[0] if depth < len(folders) else inbox_path
-        if fs.info(folder).get("islink"):
-            rel = "/".join(inbox_rel.split("/")[:2] + folders[:depth])
-            return [], [{"source": rel, "reason": SYMLINK}]
+    for up in reversed(range(len(folders))):  # dt= first, then hour=
+        if fs.info(inbox_path.rsplit("/", up)[0]).get("islink"):
+            return [], [{"source": inbox_rel.rsplit("/", up)[0], "reason": SYMLINK}]
     files, refused = [], []
     for info in fs.ls(inbox_path, detail=True):
         name = posixpath.basename(info["name"])
@@ -323,7 +321,7 @@ class _LineCounter:
         self._limit = line_bytes
         self.bytes = 0
         self._open = _OpenLine()  # the line not yet ended: its length, head and (if long) hash
-        self._ended_by_cr: _OpenLine | None = None  # a long line ended by a \\r: \\r\\n or not?
+        self._ended_by_cr: _OpenLine | None = None  # a long line ended by a \r: \r\n or not?
         self._skipped: list[dict[str, Any]] = []
 
     def feed(self, data: bytes) -> None:
@@ -337,7 +335,7 @@ class _LineCounter:
         lines_before = self._terminators
         self._terminators += data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
         crlf_across = self._last == b"\r" and starts_with_lf
-        if crlf_across:  # a \\r\\n split across two pieces
+        if crlf_across:  # a \r\n split across two pieces
             self._terminators -= 1
         self._last = data[-1:]
         self._scan(data, lines_before, 1 if crlf_across else 0)

@@ -356,6 +356,11 @@ def test_symlinks_under_the_inbox_are_refused_and_never_followed(
     assert linked.empty and linked.files == []
     assert linked.refused == [{"source": "inbox/orders/dt=2026-11-21", "reason": landing.SYMLINK}]
     assert "secret.jsonl" not in json.dumps(raw_tree(lake, "20261121"), default=str)
+    Path(lake.inbox("orders", DATE, 5)).symlink_to(outside)  # an hour= folder alike
+    hourly = land_batch(lake, "orders", DATE, hour=5)
+    assert hourly.empty and hourly.refused == [
+        {"source": f"inbox/orders/dt={DATE}/hour=05", "reason": landing.SYMLINK}
+    ]
 
 
 def test_a_colon_or_a_long_name_lands_under_a_name_hadoop_and_linux_take(lake: Lake) -> None:
