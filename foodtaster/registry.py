@@ -15,6 +15,15 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REGISTRY = PROJECT_ROOT / "pipeline.yaml"
 DEFAULT_LAKE = PROJECT_ROOT / "data" / "lake"
 DATASET_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
+DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
+DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
+
+
+def line_read_bytes(max_message_bytes: int) -> int:
+    """The line length (bytes with the terminator) at which the Spark reader skips a line
+    instead of holding it: past any message plus a `\\r\\n`, so only lines already too large
+    are skipped (landing records them for the quarantine)."""
+    return max_message_bytes + 3
 
 
 class RegistryError(ValueError):
@@ -36,7 +45,8 @@ class DatasetConfig:
     schedule: str | None = "@daily"
     start_date: str = "2026-11-01"
     description: str = ""
-    max_message_bytes: int = 1024 * 1024
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # per file, decompressed; over it: file.too_large
     alert_rate: float = 0.05
     hold_rate: float = 0.25
     disable_after: int = 5
@@ -50,6 +60,10 @@ class DatasetConfig:
             raise RegistryError(
                 f"dataset {self.name!r}: contract {self.contract!r} cannot be imported: {err}"
             ) from err
+
+    @property
+    def line_read_bytes(self) -> int:
+        return line_read_bytes(self.max_message_bytes)
 
     def suite_path(self) -> Path:
         path = Path(self.expectation_suite)
@@ -88,8 +102,10 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
             f"dataset {name!r}: need 0 < alert_rate <= hold_rate <= 1, "
             f"got {config.alert_rate} and {config.hold_rate}"
         )
-    if config.max_message_bytes <= 0 or config.disable_after <= 0:
-        raise RegistryError(f"dataset {name!r}: max_message_bytes and disable_after must be > 0")
+    if min(config.max_message_bytes, config.max_file_bytes, config.disable_after) <= 0:
+        raise RegistryError(
+            f"dataset {name!r}: max_message_bytes, max_file_bytes and disable_after must be > 0"
+        )
     return config
 
 

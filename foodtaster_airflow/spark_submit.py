@@ -35,6 +35,7 @@ def job_arguments(dataset: str) -> list[str]:
         "--batch-id", _landed("batch_id"),
         "--lake", _landed("lake"),
         "--batch-date", _landed("batch_date"),
+        "--run-id", "{{ run_id }}",  # the job makes it a path name; the summary carries it on
         "--no-publish",  # the publish task publishes, after the gate
     ]
 

@@ -68,7 +68,8 @@ def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dic
     if batch_id:
         date = landed_date(lake, dataset, check_batch_id(batch_id))
         hour = None
-    result = landing.land_batch(lake, dataset, date, batch_id=batch_id, hour=hour)
+    result = landing.land_batch(lake, dataset, date, batch_id=batch_id, hour=hour,
+                                limits=landing.Limits.of(_config(dataset)))
     return {**result.as_dict(), "lake": lake.root, "reprocess": bool(batch_id)}
 
 
@@ -130,6 +131,7 @@ def gate(dataset: str, landed: dict[str, Any]) -> dict[str, Any]:
         "counts": _counts(summary),
         "top_reasons": top_reasons(summary.get("reasons") or {}),
         "gate_failed": [f.get("expectation") for f in summary.get("gate", {}).get("failed", [])],
+        "run_id": summary.get("run_id"),  # the run whose staged rows were judged
         "paths": summary.get("paths") or {},
         "summary_path": uri,
     }
@@ -163,14 +165,11 @@ def publish(dataset: str, decision: dict[str, Any], outlet_event: Any) -> dict[s
     """Make the staged valid rows visible; the Asset event carries the counts."""
     from airflow.sdk.exceptions import AirflowSkipException
 
-    from foodtaster.state.publish import publish_batch
-
     verdict = decision["verdict"]
     if not verdict["publish"]:
         raise AirflowSkipException("batch held: " + "; ".join(verdict["why"]))
     lake = Lake(decision["lake"])
-    publish_batch(lake, dataset, decision["batch_date"], decision["batch_id"])
-    path = lake.valid(dataset, decision["batch_date"], decision["batch_id"])
+    path = publish_judged(lake, dataset, decision)
     extra = {
         "dataset": dataset,
         "batch_id": decision["batch_id"],
@@ -182,6 +181,30 @@ def publish(dataset: str, decision: dict[str, Any], outlet_event: Any) -> dict[s
     log.info("dataset=%s batch=%s event=published path=%s valid=%s", dataset,
              decision["batch_id"], path, decision["counts"]["valid"])
     return extra
+
+
+def publish_judged(lake: Lake, dataset: str, decision: dict[str, Any]) -> str:
+    """Publish the run the gate judged, under the batch's lease, then say so in its summary
+    (the last thing written). Refused if another run's rows were staged since."""
+    from foodtaster.state.lake import read_json, run_id_from, write_json
+    from foodtaster.state.lease import batch_lease
+    from foodtaster.state.publish import publish_batch
+
+    batch_id, run_id = decision["batch_id"], decision.get("run_id")
+    holder = run_id_from(f"publish-{run_id or 'run'}")
+    with batch_lease(lake, dataset, batch_id, holder):
+        summary = read_json(decision["summary_path"])
+        if summary.get("run_id") != run_id:
+            raise PipelineError(
+                f"{dataset} batch {batch_id}: the gate judged run {run_id} but run "
+                f"{summary.get('run_id')} is staged now; not publishing rows nobody judged"
+            )
+        path = publish_batch(lake, dataset, decision["batch_date"], batch_id)
+        write_json(decision["summary_path"], {
+            **summary, "published": True,
+            "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        })
+    return path
 
 
 # ------------------------------------------------------------------------ alert
@@ -261,6 +284,7 @@ def ledger_entry(
         "landed_messages": landed["messages"],
         "files": len(landed["files"]),
         "unreadable_files": len(landed["unreadable"]),
+        "refused": landed.get("refused", []),  # inbox entries never read: symlinks
         "reprocess": landed.get("reprocess", False),
         "dag_id": dag_id,
         "run_id": run_id,

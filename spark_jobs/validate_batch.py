@@ -1,7 +1,7 @@
 """spark-submit entrypoint: taste one batch of a dataset.
 
     spark-submit spark_jobs/validate_batch.py --dataset orders --input PATH --batch-id ID \\
-        --lake ROOT [--batch-date YYYY-MM-DD] [--no-publish] [--no-gate]
+        --lake ROOT [--batch-date YYYY-MM-DD] [--run-id ID] [--no-publish] [--no-gate]
 
 Also runs as `python spark_jobs/validate_batch.py ...` on local Spark. Poison
 messages never fail the job; only infrastructure errors do (and are retried).
@@ -21,7 +21,8 @@ from foodtaster.engine.job import BatchRun, run_batch  # noqa: E402
 from foodtaster.engine.spark import build_session  # noqa: E402
 from foodtaster.logs import configure  # noqa: E402
 from foodtaster.registry import get_dataset, lake_root  # noqa: E402
-from foodtaster.state.lake import Lake, check_batch_id, check_date  # noqa: E402
+from foodtaster.state.lake import Lake, check_batch_id, check_date, new_run_id, run_id_from  # noqa: E402
+from foodtaster.state.lease import batch_lease  # noqa: E402
 
 
 def _checked(check):
@@ -45,6 +46,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-id", required=True, type=_checked(check_batch_id))
     parser.add_argument("--lake", default=None, help="lake root (default: $FOODTASTER_LAKE or ./data/lake)")
     parser.add_argument("--batch-date", type=_checked(check_date), default=date.today().isoformat())
+    parser.add_argument("--run-id", type=_checked(run_id_from), default=None,
+                        help="this run's name (its output paths, its lease); default: time + random")
     parser.add_argument("--master", default=None,
                         help="Spark master (default: spark-submit's, else local[*])")
     parser.add_argument("--no-publish", dest="publish", action="store_false",
@@ -58,18 +61,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure()
     config = get_dataset(args.dataset)
-    spark = build_session(f"foodtaster-{args.dataset}-{args.batch_id}", master=args.master)
-    try:
-        summary = run_batch(
-            spark,
-            BatchRun(config=config, input_path=args.input, lake=Lake(args.lake or lake_root()),
-                     batch_id=args.batch_id, batch_date=args.batch_date, publish=args.publish,
-                     gate=args.gate),
-        )
-    finally:
-        spark.stop()
-    print(json.dumps({k: summary[k] for k in ("dataset", "batch_id", "messages", "valid", "quarantined",
-                                               "duplicates_dropped", "quarantine_rate", "published")}))
+    run = BatchRun(config=config, input_path=args.input, lake=Lake(args.lake or lake_root()),
+                   batch_id=args.batch_id, batch_date=args.batch_date, publish=args.publish,
+                   gate=args.gate, run_id=args.run_id or new_run_id())
+    # Taken before Spark starts, so a second run of the batch is refused in a second.
+    with batch_lease(run.lake, config.name, run.batch_id, run.run_id):
+        spark = build_session(f"foodtaster-{args.dataset}-{args.batch_id}", master=args.master)
+        try:
+            summary = run_batch(spark, run)
+        finally:
+            spark.stop()
+    print(json.dumps({k: summary[k] for k in (
+        "dataset", "batch_id", "run_id", "messages", "valid", "quarantined", "duplicates_dropped",
+        "quarantine_rate", "published",
+    )}))
     return 0
 
 

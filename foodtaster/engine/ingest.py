@@ -8,22 +8,45 @@ from a tiny per-split aggregate, never per row on the driver.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 SPLIT_KEYS = ["_source_file", "_split_start"]
 
 
-def read_lines(spark: SparkSession, path: str) -> DataFrame:
+def on_disk(uri: Column) -> Column:
+    """A path as Spark's file metadata spells it (URI-encoded: `with%20space.jsonl`) as it is
+    on disk, the spelling of the manifest and of a person's `ls`.
+
+    `url_decode` would read a literal `+` (which Hadoop leaves unencoded) as a space, so it is
+    escaped first.
+    """
+    return F.url_decode(F.regexp_replace(uri, r"\+", "%2B"))
+
+
+def read_lines(spark: SparkSession, path: str, line_read_bytes: int | None = None) -> DataFrame:
     """Every line under `path` (a file or a folder; `.gz` decompressed) with row ids.
 
     Columns: `_text` (the line as Spark reads it), `_raw` (its bytes), `_source_file`,
     `_split_start`, `_modified_at`, `_row_id` (increasing within a split).
+
+    With `line_read_bytes`, Hadoop's LineRecordReader skips a line whose bytes with its
+    terminator reach it, holding at most that many: a 300 MB line without a newline costs
+    no more memory than an ordinary one. Landing records those lines (`too_large` in the
+    manifest) so the job quarantines them and numbers the lines around them.
     """
-    return spark.read.text(path).select(
+    reader = spark.read
+    if line_read_bytes is not None:
+        reader = reader.option("mapreduce.input.linerecordreader.line.maxlength", str(line_read_bytes))
+    text = reader.text(path)
+    if line_read_bytes is not None:
+        # Where a skipped line crosses the end of a file split, the reader still returns its
+        # first `line_read_bytes` bytes; a line it reads whole is always shorter.
+        text = text.where(F.octet_length("value") < line_read_bytes)
+    return text.select(
         F.col("value").alias("_text"),
         F.col("value").cast("binary").alias("_raw"),
-        F.col("_metadata.file_path").alias("_source_file"),
+        on_disk(F.col("_metadata.file_path")).alias("_source_file"),
         F.col("_metadata.file_block_start").alias("_split_start"),
         F.col("_metadata.file_modification_time").alias("_modified_at"),
         F.monotonically_increasing_id().alias("_row_id"),
@@ -50,9 +73,13 @@ def split_offsets(lines: DataFrame) -> DataFrame:
     )
 
 
-def with_line_numbers(rows: DataFrame, offsets: DataFrame) -> DataFrame:
-    """Add `_line_number` (1-based, in the file) from the split offsets."""
-    return (
+def with_line_numbers(rows: DataFrame, offsets: DataFrame, skipped: DataFrame | None = None) -> DataFrame:
+    """Add `_line_number` (1-based, in the file) from the split offsets.
+
+    `skipped` (`skipped_lines`) names the lines the reader skipped, so the lines after them
+    keep their number in the file.
+    """
+    numbered = (
         rows.join(F.broadcast(offsets), SPLIT_KEYS)
         .withColumn(
             "_line_number",
@@ -60,3 +87,25 @@ def with_line_numbers(rows: DataFrame, offsets: DataFrame) -> DataFrame:
         )
         .drop("_first_row_id", "_lines_before", "_split_start", "_split_lines", "_split_modified_at")
     )
+    if skipped is None:
+        return numbered
+    # The k-th line read comes after the j-th skipped line (line s_j) when s_j - j < k.
+    after = F.filter("_read_before", lambda before: before < F.col("_line_number"))
+    file_name = F.element_at(F.split("_source_file", "/"), -1)
+    return (
+        numbered.join(F.broadcast(skipped), file_name == F.col("_skipped_file"), "left")
+        .withColumn("_line_number", F.col("_line_number") + F.coalesce(F.size(after), F.lit(0)))
+        .drop("_skipped_file", "_read_before")
+    )
+
+
+def skipped_lines(spark: SparkSession, files: list[dict]) -> DataFrame | None:
+    """From the manifest's files: one row a file with lines the reader skips (`_skipped_file`,
+    `_read_before`: how many lines are read before each), or None when there are none."""
+    rows = [
+        (f["name"], [line["line"] - j for j, line in enumerate(f["too_large"], start=1)])
+        for f in files if f.get("too_large")
+    ]
+    if not rows:
+        return None
+    return spark.createDataFrame(rows, "_skipped_file string, _read_before array<long>")

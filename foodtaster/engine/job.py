@@ -6,12 +6,15 @@ DataFrames is a pure transformation that a test can run on five rows.
 
 from __future__ import annotations
 
+import base64
 import time
+import urllib.parse
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import fsspec
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -23,7 +26,18 @@ from foodtaster.engine.reasons import REASONS, any_failed, check, collect
 from foodtaster.logs import batch_logger
 from foodtaster.ops.policy import decide
 from foodtaster.registry import DatasetConfig
-from foodtaster.state.lake import Lake, exists, read_json, remove_dir, write_json
+from foodtaster.state.lake import (
+    Lake,
+    exists,
+    fault_point,
+    new_run_id,
+    read_json,
+    remove_dir,
+    swap_in,
+    write_json,
+)
+from foodtaster.state.landing import UNREADABLE_DIR, UNREADABLE_RULE
+from foodtaster.state.lease import batch_lease
 from foodtaster.state.publish import publish_batch
 
 LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
@@ -123,15 +137,17 @@ def quarantine_rows(quarantined: DataFrame, contract: rules.Contract, max_messag
     )
 
 
-def unreadable_rows(files: DataFrame, batch_id: str, ingested_at: datetime) -> DataFrame:
-    """Files the landing could not read (`path`, `content`, `reason`): one quarantine row each."""
-    reasons = check(F.lit(True), "bytes", "file.unreadable", F.col("reason")).reason
-    return files.select(
+def unreadable_rows(items: DataFrame, batch_id: str, ingested_at: datetime) -> DataFrame:
+    """What the reader never held whole (`path`, `line`, `content`, `rule`, `reason`): files the
+    landing could not read or would not hold (`line` null), lines too large to read. One
+    quarantine row each; `content` is their first bytes, the whole is in raw/."""
+    reasons = check(F.lit(True), "bytes", F.col("rule"), F.col("reason")).reason
+    return items.select(
         F.col("content").alias("_raw"),
         reasons.alias("reasons"),
         F.lit(batch_id).alias("_batch_id"),
         F.col("path").alias("_source_file"),
-        F.lit(None).cast(LongType()).alias("_line_number"),
+        F.col("line").cast(LongType()).alias("_line_number"),
         F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
     )
 
@@ -143,7 +159,10 @@ def _escape_sample(raw: bytes) -> str:
 
 @dataclass(frozen=True)
 class BatchRun:
-    """One batch to taste. `publish=False` leaves valid rows staged for the pipeline's gate task."""
+    """One batch to taste. `publish=False` leaves valid rows staged for the pipeline's gate task.
+
+    `run_id` names this run's own output paths and its hold on the batch's lease.
+    """
 
     config: DatasetConfig
     input_path: str
@@ -152,6 +171,11 @@ class BatchRun:
     batch_date: str
     publish: bool = True
     gate: bool = True
+    run_id: str = field(default_factory=new_run_id)
+
+
+class CountsDoNotAddUp(RuntimeError):
+    """Rows went missing (or appeared) between reading and writing: nothing is swapped in."""
 
 
 def _manifest(input_path: str) -> dict[str, Any] | None:
@@ -160,33 +184,55 @@ def _manifest(input_path: str) -> dict[str, Any] | None:
 
 
 def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
-    """Read, validate, write the partitions and the summary; returns the summary."""
+    """Read, validate, write the partitions and the summary; returns the summary.
+
+    Under the batch's lease: rows are written under the run's own paths, counted from what
+    was written, and swapped in (quarantine; valid to staged, then published) only when
+    every message is accounted for. The summary is the last thing written.
+    """
+    with batch_lease(run.lake, run.config.name, run.batch_id, run.run_id):
+        _clear_runs(run)  # what killed runs of this batch left; no other run is live
+        try:
+            return _run_batch(spark, run)
+        finally:
+            _clear_runs(run)
+
+
+def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     config, lake = run.config, run.lake
     log = batch_logger(__name__, config.name, run.batch_id)
     started = time.perf_counter()
     timings: dict[str, float] = {}
     contract = rules.read_contract(config.load_contract())
     manifest = _manifest(run.input_path)
-    log.event("started", input=run.input_path, contract=config.contract)
+    log.event("started", input=run.input_path, contract=config.contract, run_id=run.run_id)
 
     # What is kept in Spark's memory for this batch is freed on the way out, even when a step fails.
     with ExitStack() as held:
-        lines = ingest.read_lines(spark, run.input_path)
+        # Without a manifest nobody counted the lines the reader would skip: hold them all.
+        lines = ingest.read_lines(spark, run.input_path, config.line_read_bytes if manifest else None)
         # The one pass over every message; all that follows reads this copy, not the input.
         flagged = _keep(flag_lines(lines, contract, config.max_message_bytes), held)
         offsets = _persist(ingest.split_offsets(flagged), held)  # one row a file split
         ingested_at = _ingested_at(manifest, offsets)
         lines_read = offsets.agg(F.sum("_split_lines")).first()[0] or 0
-        _check_manifest(manifest, lines_read, config.name, run.batch_id)  # before anything is written
+        too_large = sum(len(f.get("too_large", [])) for f in (manifest or {}).get("files", []))
+        # before anything is written
+        _check_manifest(manifest, lines_read + too_large, config.name, run.batch_id)
         timings["read_validate_s"] = time.perf_counter() - started
 
         mark = time.perf_counter()
         key = unique_key(contract)
         repeated = _persist(repeated_keys(flagged, key), held) if key else None  # small; reused by each write
-        if repeated is not None:
-            repeated.count()
+        # Counted where they are dropped: every byte-identical copy but the first of a key.
+        duplicates_dropped = 0 if repeated is None else (
+            repeated.where(F.col("_variants") == 1).agg(F.sum(F.col("_copies") - 1)).first()[0] or 0
+        )
         timings["duplicates_s"] = time.perf_counter() - mark
-        rows = ingest.with_line_numbers(decide_outcomes(flagged, contract, repeated), offsets).select(
+        skipped = ingest.skipped_lines(spark, (manifest or {}).get("files", []))
+        rows = ingest.with_line_numbers(
+            decide_outcomes(flagged, contract, repeated), offsets, skipped
+        ).select(
             "*", F.lit(run.batch_id).alias("_batch_id"),
             F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
         )
@@ -196,30 +242,32 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         # quarantine written in 1.3 s kept apart, 1.5 s read through).
         to_quarantine = _keep(with_outcome(rows, QUARANTINED), held)
         quarantine = quarantine_rows(to_quarantine, contract, config.max_message_bytes)
-        unreadable = (manifest or {}).get("unreadable", [])
-        if unreadable:
+        unread = _unread_items(spark, run.input_path, manifest, config)
+        if unread is not None:
             quarantine = quarantine.unionByName(
-                unreadable_rows(_unreadable_files(spark, run.input_path, unreadable), run.batch_id,
-                                ingested_at),
-                allowMissingColumns=True,
+                unreadable_rows(unread, run.batch_id, ingested_at), allowMissingColumns=True
             )
 
-        staged = lake.staged_valid(config.name, run.batch_date, run.batch_id)
-        quarantine_path = lake.quarantine(config.name, run.batch_date, run.batch_id)
-        valid_rows(with_outcome(rows, VALID), contract).write.mode("overwrite").parquet(staged)
-        quarantine.write.mode("overwrite").parquet(quarantine_path)
+        run_valid, run_quarantine = (
+            lake.run_output(zone, config.name, run.batch_date, run.batch_id, run.run_id)
+            for zone in ("valid", "quarantine")
+        )
+        valid_rows(with_outcome(rows, VALID), contract).write.mode("overwrite").parquet(run_valid)
+        quarantine.write.mode("overwrite").parquet(run_quarantine)
         timings["write_s"] = time.perf_counter() - mark
+        fault_point("written")
 
         # Counted from what was written: the valid count is in the Parquet footers, the quarantine
-        # is small, and every line read is valid, quarantined or a dropped duplicate.
+        # is small. A row lost on the way (a folder removed under the job) fails the batch here.
         mark = time.perf_counter()
-        valid = spark.read.parquet(staged)
-        written_quarantine = spark.read.parquet(quarantine_path)
+        valid = spark.read.parquet(run_valid)
+        written_quarantine = spark.read.parquet(run_quarantine)
         valid_count, quarantined = valid.count(), written_quarantine.count()
-        duplicates_dropped = lines_read - valid_count - (quarantined - len(unreadable))
+        messages = lines_read + too_large + len((manifest or {}).get("unreadable", []))
+        _check_accounting(messages, valid_count, quarantined, duplicates_dropped, config.name,
+                          run.batch_id)
         reason_counts, samples = _reasons_and_samples(written_quarantine)
         timings["metrics_s"] = time.perf_counter() - mark
-        messages = lines_read + len(unreadable)
         report = lake.report(config.name, run.batch_id)
 
         mark = time.perf_counter()
@@ -232,9 +280,11 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
             gate = {"suite": None, "passed": True, "skipped": True, "failed": [], "results": []}
         timings["gate_s"] = time.perf_counter() - mark
 
+    staged = lake.staged_valid(config.name, run.batch_date, run.batch_id)
+    quarantine_path = lake.quarantine(config.name, run.batch_date, run.batch_id)
     summary: dict[str, Any] = {
         "dataset": config.name, "batch_id": run.batch_id, "batch_date": run.batch_date,
-        "contract": config.contract, "input": run.input_path,
+        "run_id": run.run_id, "contract": config.contract, "input": run.input_path,
         "messages": messages, "valid": valid_count, "quarantined": quarantined,
         "duplicates_dropped": duplicates_dropped,
         "quarantine_rate": round(quarantined / messages, 6) if messages else 0.0,
@@ -248,13 +298,15 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     }
     verdict = decide(summary, config)
     summary["verdict"] = verdict.as_dict()
+    # Swapped in whole: a reader sees this run's partition or the one before, never neither.
+    swap_in(run_quarantine, quarantine_path)
+    fault_point("quarantine_swapped")
+    swap_in(run_valid, staged)
     summary["published"] = False
-    if run.publish:
-        if verdict.publish:
-            publish_batch(lake, config.name, run.batch_date, run.batch_id)
-            summary["published"] = True
-        else:
-            remove_dir(summary["paths"]["valid"])  # a held rerun must not leave an old publication
+    if run.publish and verdict.publish:
+        publish_batch(lake, config.name, run.batch_date, run.batch_id)
+        summary["published"] = True
+    # A held batch leaves an earlier publication of it in place: holding never deletes data.
     timings["total_s"] = time.perf_counter() - started
     summary["timings"] = {k: round(v, 3) for k, v in timings.items()}
     write_json(lake.summary(config.name, run.batch_id), summary)
@@ -262,9 +314,27 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         "validated", messages=messages, valid=summary["valid"], quarantined=quarantined,
         duplicates_dropped=summary["duplicates_dropped"], quarantine_rate=summary["quarantine_rate"],
         gate="passed" if gate["passed"] else "failed", published=summary["published"],
-        seconds=summary["timings"]["total_s"],
+        run_id=run.run_id, seconds=summary["timings"]["total_s"],
     )
     return summary
+
+
+def _clear_runs(run: BatchRun) -> None:
+    """Remove the batch's per-run folders: after a swap they hold what was replaced."""
+    for zone in ("valid", "quarantine"):
+        remove_dir(run.lake.runs(zone, run.config.name, run.batch_date, run.batch_id))
+
+
+def _check_accounting(
+    messages: int, valid: int, quarantined: int, dropped: int, dataset: str, batch_id: str
+) -> None:
+    """Nothing is lost: every message read is valid, quarantined or a dropped duplicate."""
+    if messages != valid + quarantined + dropped:
+        raise CountsDoNotAddUp(
+            f"{dataset} batch {batch_id}: {messages} messages read but {valid} valid + "
+            f"{quarantined} quarantined + {dropped} duplicates dropped = "
+            f"{valid + quarantined + dropped} written; nothing was swapped in or published"
+        )
 
 
 def _reasons_and_samples(quarantine: DataFrame) -> tuple[dict[str, int], list[dict[str, Any]]]:
@@ -338,10 +408,35 @@ def _ingested_at(manifest: dict[str, Any] | None, offsets: DataFrame) -> datetim
     return datetime.fromtimestamp(newest or 0, UTC)
 
 
-def _unreadable_files(spark: SparkSession, input_path: str, entries: list[dict]) -> DataFrame:
-    folder = input_path.rstrip("/") + "/_unreadable"
-    reasons = spark.createDataFrame([(e["name"], e["reason"]) for e in entries], "name string, reason string")
-    files = spark.read.format("binaryFile").load(folder).select(
-        "path", "content", F.element_at(F.split("path", "/"), -1).alias("name")
-    )
-    return files.join(F.broadcast(reasons), "name")
+def _unread_items(
+    spark: SparkSession, input_path: str, manifest: dict[str, Any] | None, config: DatasetConfig
+) -> DataFrame | None:
+    """The manifest's unreadable files and lines too large to read, as `unreadable_rows` takes
+    them, or None. Built on the driver (they are few) from bounded prefixes: a gzip bomb or a
+    300 MB line is never loaded whole."""
+    if not manifest:
+        return None
+    folder = input_path.rstrip("/")
+    fs, fs_folder = fsspec.core.url_to_fs(folder)
+    rows = []
+    for entry in manifest.get("unreadable", []):
+        with fs.open(f"{fs_folder}/{UNREADABLE_DIR}/{entry['name']}", "rb") as handle:
+            head = handle.read(config.max_message_bytes)
+        rows.append((_as_spark_spells(spark, f"{folder}/{UNREADABLE_DIR}/{entry['name']}"), None,
+                     bytearray(head), entry.get("rule", UNREADABLE_RULE), entry["reason"]))
+    for entry in manifest.get("files", []):
+        for line in entry.get("too_large", []):
+            reason = (f"message is {line['bytes']} bytes, over the limit of {config.max_message_bytes}; "
+                      f"too large to read: the whole line (sha256 {line['sha256']}) is in raw/")
+            rows.append((_as_spark_spells(spark, f"{folder}/{entry['name']}"), line["line"],
+                         bytearray(base64.b64decode(line["head"])), "line.too_large", reason))
+    if not rows:
+        return None
+    return spark.createDataFrame(rows, "path string, line long, content binary, rule string, reason string")
+
+
+def _as_spark_spells(spark: SparkSession, path: str) -> str:
+    """A path spelled as `ingest.read_lines` spells `_source_file` (qualified, as on disk)."""
+    jvm_path = spark._jvm.org.apache.hadoop.fs.Path(path)
+    fs = jvm_path.getFileSystem(spark._jsc.hadoopConfiguration())
+    return urllib.parse.unquote(fs.makeQualified(jvm_path).toUri().toString())

@@ -1,20 +1,23 @@
-"""Publishing: staged valid rows become visible to consumers in one move."""
+"""Publishing: staged valid rows become visible to consumers in one swap."""
 
 from __future__ import annotations
 
 from foodtaster.logs import batch_logger
-from foodtaster.state.lake import Lake, exists, replace_dir
+from foodtaster.state.lake import Lake, exists, fault_point, remove_dir, swap_in
 
 
 def publish_batch(lake: Lake, dataset: str, batch_date: str, batch_id: str) -> str:
-    """Move the staged valid partition over the published one; returns where it now lies.
+    """Swap the staged valid partition in for the published one; returns where it now lies.
 
-    Publishing a batch again replaces its partition, so reruns never duplicate rows.
+    Publishing a batch again replaces its partition, so reruns never duplicate rows; a reader
+    sees the old partition or the new one (`swap_in`). The caller holds the batch's lease.
     """
     staged = lake.staged_valid(dataset, batch_date, batch_id)
     target = lake.valid(dataset, batch_date, batch_id)
     if not exists(staged):
         raise FileNotFoundError(f"nothing staged for {dataset} batch {batch_id} at {staged}")
-    replace_dir(staged, target)
+    swap_in(staged, target)
+    fault_point("published")
+    remove_dir(staged)  # the previous publication, if there was one
     batch_logger(__name__, dataset, batch_id).event("published", path=target)
     return target

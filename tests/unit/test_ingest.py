@@ -36,3 +36,10 @@ def test_line_numbers_and_bytes_across_many_splits(spark, tmp_path):
     expected |= {("b.jsonl.gz", i + 1): line for i, line in enumerate(lines[:50])}
     assert len(rows) == len(expected) == 450
     assert got == expected
+
+
+def test_source_file_is_spelled_as_on_disk(spark, tmp_path):
+    name = "with space+plus%41 é.jsonl"
+    (tmp_path / name).write_bytes(b"1\n2\n")
+    files = {r._source_file for r in ingest.read_lines(spark, str(tmp_path)).collect()}
+    assert files == {f"file:{tmp_path}/{name}"}

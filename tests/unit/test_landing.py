@@ -304,3 +304,133 @@ def test_the_lake_can_be_any_fsspec_uri(memory_lake: Lake) -> None:
     assert fs.cat_file(f"{raw}/a.jsonl") == b"1\n2\n"
     assert fs.cat_file(f"{raw}/_unreadable/b.jsonl.gz") == b"not gzip"
     assert land_batch(memory_lake, "orders", DATE, now=LATER) == result
+
+
+@pytest.mark.parametrize("bad", ["2026-13-45", "2026-02-30", "2026-00-01"])
+def test_an_impossible_date_is_refused_at_every_entry_before_anything_is_written(
+    lake: Lake, bad: str
+) -> None:
+    import importlib.util
+
+    from foodtaster_airflow.steps import run_interval
+
+    with pytest.raises(ValueError, match="not a calendar day"):
+        land_batch(lake, "orders", bad)
+    with pytest.raises(ValueError, match="not a calendar day"):
+        run_interval({}, {"batch_date": bad}, "@daily")
+    spec = importlib.util.spec_from_file_location(
+        "validate_batch", Path(__file__).resolve().parents[2] / "spark_jobs" / "validate_batch.py"
+    )
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    with pytest.raises(SystemExit) as exit_:
+        job.parse_args(["--dataset", "orders", "--input", "x", "--batch-id", "b", "--batch-date", bad])
+    assert exit_.value.code == 2
+    assert not Path(lake.root).exists()  # nothing was written
+
+
+def test_symlinks_under_the_inbox_are_refused_and_never_followed(
+    lake: Lake, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="foodtaster")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.jsonl").write_bytes(b'{"secret": 1}\n')
+    put(lake, "a.jsonl", b"1\n")
+    (Path(lake.inbox("orders", DATE)) / "linked.jsonl").symlink_to(outside / "secret.jsonl")
+    result = land_batch(lake, "orders", DATE)
+    assert [f["name"] for f in result.files] == ["a.jsonl"]
+    assert result.refused == [{"source": f"inbox/orders/dt={DATE}/linked.jsonl",
+                               "reason": landing.SYMLINK}]
+    assert any("event=file_refused" in r.getMessage() and "linked.jsonl" in r.getMessage()
+               for r in caplog.records)
+    from foodtaster_airflow.steps import ledger_entry
+
+    entry = ledger_entry(result.as_dict(), None, None, None, "foodtaster_orders", "run")
+    assert entry["refused"] == result.refused  # the ledger says what was never read
+
+    # a symlinked dt= folder lands nothing, and says so
+    Path(lake.inbox("orders", "2026-11-21")).parent.mkdir(parents=True, exist_ok=True)
+    Path(lake.inbox("orders", "2026-11-21")).symlink_to(outside)
+    linked = land_batch(lake, "orders", "2026-11-21")
+    assert linked.empty and linked.files == []
+    assert linked.refused == [{"source": "inbox/orders/dt=2026-11-21", "reason": landing.SYMLINK}]
+    assert "secret.jsonl" not in json.dumps(raw_tree(lake, "20261121"), default=str)
+    Path(lake.inbox("orders", DATE, 5)).symlink_to(outside)  # an hour= folder alike
+    hourly = land_batch(lake, "orders", DATE, hour=5)
+    assert hourly.empty and hourly.refused == [
+        {"source": f"inbox/orders/dt={DATE}/hour=05", "reason": landing.SYMLINK}
+    ]
+
+
+def test_a_colon_or_a_long_name_lands_under_a_name_hadoop_and_linux_take(lake: Lake) -> None:
+    long_name = "x" * 244 + ".jsonl"  # 250 characters: legal, but not with a suffix added
+    put(lake, "12:30:00.jsonl", b"1\n")
+    put(lake, "12_30_00.jsonl", b"2\n")  # what the colon name becomes: a clash
+    put(lake, long_name, b"3\n")
+    result = land_batch(lake, "orders", DATE)
+    by_source = {f["source"].rsplit("/", 1)[1]: f["name"] for f in result.files}
+    assert ":" not in "".join(by_source.values()) and len(set(by_source.values())) == 3
+    assert by_source[long_name] == long_name
+    tree = raw_tree(lake, "20261120")
+    assert {tree[name] for name in by_source.values()} == {b"1\n", b"2\n", b"3\n"}
+
+    # the producer rewrites the long file: its new copy lands beside it, name still legal
+    put(lake, long_name, b"4\n")
+    again = land_batch(lake, "orders", DATE)
+    renamed = [f["name"] for f in again.files if f["name"] not in by_source.values()]
+    assert len(renamed) == 1 and len(renamed[0].encode()) <= landing.NAME_MAX
+    assert raw_tree(lake, "20261120")[renamed[0]] == b"4\n"
+
+
+def test_a_gzip_bomb_stops_at_the_cap_and_is_quarantined_whole(lake: Lake) -> None:
+    bomb = gzip.compress(b"\0" * (8 * 1024 * 1024), compresslevel=1)
+    put(lake, "bomb.jsonl.gz", bomb)
+    put(lake, "big.jsonl", b"x" * 5000 + b"\n")
+    put(lake, "good.jsonl", b"1\n2\n")
+    result = land_batch(lake, "orders", DATE, limits=landing.Limits(max_file_bytes=4096))
+    assert [f["name"] for f in result.files] == ["good.jsonl"]
+    reasons = {u["name"]: (u["rule"], u["reason"]) for u in result.unreadable}
+    assert reasons == {
+        "bomb.jsonl.gz": ("file.too_large", "over 4096 bytes decompressed (max_file_bytes)"),
+        "big.jsonl": ("file.too_large", "over 4096 bytes (max_file_bytes)"),
+    }
+    assert raw_tree(lake, "20261120")["_unreadable/bomb.jsonl.gz"] == bomb
+
+
+def _reader_skips(data: bytes, limit: int) -> list[tuple[int, int]]:
+    """(line, bytes) of the lines Hadoop's LineRecordReader skips, by its own rule: the
+    line's bytes with its terminator reach the limit."""
+    import re
+
+    skipped, number, pos = [], 0, 0
+    for match in re.finditer(rb"\r\n|\r|\n", data):
+        number += 1
+        if match.end() - pos >= limit:
+            skipped.append((number, match.start() - pos))
+        pos = match.end()
+    if pos < len(data) and len(data) - pos >= limit:
+        skipped.append((number + 1, len(data) - pos))
+    return skipped
+
+
+@pytest.mark.parametrize("piece", [1, 3, 7, 64, 10_000])
+def test_landing_notes_exactly_the_lines_the_reader_skips(piece: int) -> None:
+    limit = 13
+    lines = [b"short", b"x" * 10, b"y" * 11, b"z" * 12, b"w" * 40, b"", b"v" * 13, b"u" * 9]
+    data = b""
+    for i, line in enumerate(lines):
+        data += line + [b"\n", b"\r\n", b"\r"][i % 3]
+    data += b"t" * 20  # a last line without a terminator
+    counter = landing._LineCounter(limit)
+    for start in range(0, len(data), piece):
+        counter.feed(data[start:start + piece])
+    total = counter.total()
+    assert total == len(data.splitlines())
+    got = counter.skipped()
+    assert [(s["line"], s["bytes"]) for s in got] == _reader_skips(data, limit)
+    assert [s["line"] for s in got] == [4, 5, 7, 9]
+    by_line = dict(enumerate(data.splitlines(), start=1))
+    for s in got:
+        assert s["sha256"] == hashlib.sha256(by_line[s["line"]]).hexdigest()
+        assert by_line[s["line"]].startswith(__import__("base64").b64decode(s["head"]))
