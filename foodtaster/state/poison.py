@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from foodtaster.logs import batch_logger
 from foodtaster.state.events import Event, EventLog
 from foodtaster.state.lake import Lake
 
@@ -25,6 +26,7 @@ KIND = "poison"
 SOURCES = ("operator", "crash", "downstream")
 MATCHES = ("fingerprint", "key")
 FINGERPRINT_PATTERN = re.compile(r"^[0-9a-f]{64}$")
+COMPACT_AFTER = 200  # events after the latest snapshot before a writer takes a new one
 
 
 class PoisonListError(ValueError):
@@ -86,10 +88,13 @@ class PoisonList:
     def __init__(self, lake: Lake, dataset: str) -> None:
         self.dataset = dataset
         self.log = EventLog(lake, KIND, dataset)
+        self._unsnapshotted = 0
 
     def entries(self) -> list[Entry]:
         """The entries in force, oldest first."""
-        state = self.log.fold(_fold, _initial).state
+        folded = self.log.fold(_fold, _initial)
+        self._unsnapshotted = folded.unsnapshotted
+        state = folded.state
         found = [Entry.from_dict(record) for record in state["entries"].values()]
         return sorted(found, key=lambda entry: (entry.added_at, entry.id))
 
@@ -132,7 +137,10 @@ class PoisonList:
             id=secrets.token_hex(5), match=match, value=value, why=why.strip(), source=source,
             added_by=added_by or _who(), added_at=datetime.now(UTC).isoformat(), first_seen=first_seen,
         )
-        self.log.append({"type": "added", "entry": entry.as_dict()})
+        self._write({"type": "added", "entry": entry.as_dict()})
+        batch_logger(__name__, self.dataset, first_seen.batch_id if first_seen else "-").event(
+            "poison_listed", entry=entry.id, match=match, value=value, source=source, by=entry.added_by,
+        )
         return entry
 
     def remove(self, entry_id: str, why: str, *, removed_by: str | None = None) -> Entry:
@@ -143,8 +151,19 @@ class PoisonList:
                 f"no entry {entry_id!r} in force on the poison list of {self.dataset!r}: "
                 "`foodtaster poison ls` shows the ids"
             )
-        self.log.append({"type": "removed", "id": entry_id, "why": why, "by": removed_by or _who()})
+        by = removed_by or _who()
+        self._write({"type": "removed", "id": entry_id, "why": why, "by": by})
+        batch_logger(__name__, self.dataset, entry.first_seen.batch_id if entry.first_seen else "-").event(
+            "poison_removed", entry=entry_id, match=entry.match, value=entry.value, by=by,
+        )
         return entry
+
+    def _write(self, event: Event) -> None:
+        """Append after `entries()` was read; a long tail since the last snapshot is compacted, so
+        every reader keeps folding a snapshot and a few events, not the whole history."""
+        self.log.append(event)
+        if self._unsnapshotted + 1 >= COMPACT_AFTER:
+            self.compact()
 
     def compact(self) -> str | None:
         """Snapshot the list when its log grows (see EventLog.compact)."""

@@ -37,7 +37,7 @@ def write_batch(root: Path, batch_date: str, batch_id: str, lines: list[bytes],
         "dataset": dataset, "batch_id": batch_id, "batch_date": batch_date,
         "files": [{"name": file_name, "lines": len(lines)}], "unreadable": [],
     }))
-    source = f"file://{raw / file_name}"
+    source = (raw / file_name).as_uri()  # as Spark gives it: a URI, a space as %20
     ingested = pa.scalar(0, pa.timestamp("us", tz="UTC"))
 
     def lineage(numbers):

@@ -52,6 +52,16 @@ def test_removal_is_recorded_and_history_kept(tmp_path):
         poison.remove(gone.id, "twice")
 
 
+def test_writers_compact_a_long_tail(tmp_path, monkeypatch):
+    monkeypatch.setattr("foodtaster.state.poison.COMPACT_AFTER", 3)
+    poison = PoisonList(Lake(str(tmp_path)), "orders")
+    for n in range(4):
+        poison.add("key", f"k{n}", "bad", "operator")
+    folded = poison.log.fold(lambda state, event: state, dict)
+    assert folded.snapshot is not None and folded.unsnapshotted == 1
+    assert [e.value for e in PoisonList(Lake(str(tmp_path)), "orders").entries()] == ["k0", "k1", "k2", "k3"]
+
+
 def test_compaction_keeps_the_list(tmp_path):
     poison = PoisonList(Lake(str(tmp_path)), "orders")
     for n in range(5):
@@ -97,13 +107,14 @@ LINES = [b'{"message_id": "m1"}', b"{'single': 'quotes'}", b'{"message_id": "m3"
          b'{"message_id": "m4"}']
 
 
-@pytest.mark.parametrize("file_name", ["part-0.jsonl", "part-0.jsonl.gz"])
+@pytest.mark.parametrize("file_name", ["part-0.jsonl", "part 0.jsonl.gz"])
 def test_a_message_is_found_by_lineage_in_quarantine_or_raw(tmp_path, file_name):
     write_batch(tmp_path, "2026-11-20", "20261120", LINES,
                 {2: [reason("json.invalid", "not JSON", layer="parse")]}, file_name=file_name)
     lake = Lake(str(tmp_path))
     raw, seen = message_bytes(lake, "orders", "20261120", file_name, 2)  # from quarantine
-    assert raw == LINES[1] and seen.source_file.endswith(file_name) and seen.line_number == 2
+    assert raw == LINES[1] and seen.line_number == 2
+    assert seen.source_file.endswith(file_name.replace(" ", "%20"))  # the lineage, as Spark wrote it
     raw, seen = message_bytes(lake, "orders", "20261120", file_name, 3)  # a valid row: from raw
     assert raw == LINES[2]
     with pytest.raises(NotInLake, match="fewer than 9 lines"):
@@ -142,3 +153,16 @@ def test_quarantined_rows_filter_by_rule_and_limit(tmp_path):
     assert [r["_line_number"] for r in quarantined_rows(lake, "orders", "20261120")] == [2, 4]
     assert [r["_line_number"] for r in quarantined_rows(lake, "orders", "20261120", "x.y")] == [4]
     assert len(quarantined_rows(lake, "orders", "20261120", limit=1)) == 1
+
+
+def test_a_lake_on_an_object_store_through_fsspec(tmp_path):
+    import fsspec
+
+    write_batch(tmp_path, "2026-11-20", "20261120", LINES, {2: [reason("json.invalid", "not JSON")]})
+    memory = fsspec.filesystem("memory")
+    memory.put(f"{tmp_path}/", f"/{tmp_path.name}/", recursive=True)
+    lake = Lake(f"memory://{tmp_path.name}")
+    assert [r["_raw"] for r in quarantined_rows(lake, "orders", "20261120")] == [LINES[1]]
+    entry = report_downstream(lake, "orders", batch_id="20261120", source_file="part-0.jsonl",
+                              line_number=3, why="crashed", reporter="billing")
+    assert PoisonList(lake, "orders").entries() == [entry] and entry.value == fingerprint(LINES[2])
