@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import os
 import urllib.parse
 from collections import Counter
@@ -153,6 +154,8 @@ def message_bytes(
     The quarantine keeps the bytes of its rows; any other line (a valid one, a
     duplicate dropped) is read from the batch's landed copy in `raw/`.
     """
+    if line_number < 1:
+        raise NotInLake(f"line {line_number}: line numbers start at 1, as in `foodtaster quarantine show`")
     quarantine = partition(lake, "quarantine", dataset, batch_id)
     if quarantine is not None:
         table = read_table(quarantine, ["_raw", "_source_file", "_line_number"])
@@ -177,10 +180,22 @@ def message_bytes(
     fs, path = fsspec.core.url_to_fs(uri)
     with fs.open(path, "rb") as handle:
         stream: BinaryIO = gzip.GzipFile(fileobj=handle) if path.endswith(".gz") else handle
-        for number, line in enumerate(landed_lines(stream), 1):
-            if number == line_number:
-                return line, Seen(batch_id, uri, line_number)
-    raise NotInLake(f"{uri} has fewer than {line_number} lines")
+        line = next(itertools.islice(landed_lines(stream), line_number - 1, None), None)
+    if line is None:
+        raise NotInLake(f"{uri} has fewer than {line_number} lines")
+    return line, Seen(batch_id, _lineage_name(lake, dataset, batch_id, matches[0], line_number) or uri,
+                      line_number)
+
+
+def _lineage_name(lake: Lake, dataset: str, batch_id: str, name: str, line_number: int) -> str | None:
+    """The file as the published row's lineage names it (Spark's URI form), so that the
+    place recorded matches the row's `_source_file`; None when no valid row has that place."""
+    valid = partition(lake, "valid", dataset, batch_id)
+    if valid is None:
+        return None
+    table = read_table(valid, ["_source_file", "_line_number"])
+    return next((row["_source_file"] for row in table.to_pylist()
+                 if row["_line_number"] == line_number and _names(row["_source_file"], name)), None)
 
 
 def _names(lineage_file: str, given: str) -> bool:

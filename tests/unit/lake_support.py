@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import urllib.parse
 from pathlib import Path
 
 import pyarrow as pa
@@ -37,7 +38,7 @@ def write_batch(root: Path, batch_date: str, batch_id: str, lines: list[bytes],
         "dataset": dataset, "batch_id": batch_id, "batch_date": batch_date,
         "files": [{"name": file_name, "lines": len(lines)}], "unreadable": [],
     }))
-    source = (raw / file_name).as_uri()  # as Spark gives it: a URI, a space as %20
+    source = "file:" + urllib.parse.quote(str(raw / file_name))  # as Spark names it: file:/..., %20
     ingested = pa.scalar(0, pa.timestamp("us", tz="UTC"))
 
     def lineage(numbers):

@@ -117,6 +117,10 @@ def test_a_message_is_found_by_lineage_in_quarantine_or_raw(tmp_path, file_name)
     assert seen.source_file.endswith(file_name.replace(" ", "%20"))  # the lineage, as Spark wrote it
     raw, seen = message_bytes(lake, "orders", "20261120", file_name, 3)  # a valid row: from raw
     assert raw == LINES[2]
+    # Recorded as the row's lineage names its file (Spark's `file:/...`), whichever zone had the bytes.
+    assert seen.source_file == message_bytes(lake, "orders", "20261120", file_name, 2)[1].source_file
+    with pytest.raises(NotInLake, match="start at 1"):
+        message_bytes(lake, "orders", "20261120", file_name, 0)
     with pytest.raises(NotInLake, match="fewer than 9 lines"):
         message_bytes(lake, "orders", "20261120", file_name, 9)
     with pytest.raises(NotInLake, match="give the file's name"):
