@@ -13,7 +13,10 @@ lists the events it covers rather than a time bound, so an event written late (a
 writer, a skewed clock) with a name older than the snapshot is still folded in.
 
 Poison list, row dispositions, retries, groups and broker sources each bring a fold
-(`state, event -> state`) and share everything else here.
+(`state, event -> state`, JSON in and out) and share everything else here. Writers do
+not see each other's events before they write theirs, so a fold must give the same
+state whatever the order of two events written at once (a late event is folded after
+a snapshot that did not cover it).
 """
 
 from __future__ import annotations
@@ -68,10 +71,10 @@ class EventLog:
     def append(self, event: Event) -> str:
         """Write one event as its own object; returns its name (its id in the log).
 
-        The record gets `event` (its name) and `at` (UTC, ISO) unless it has them.
+        The record gets `event` (its name, which snapshots list) and `at` (UTC, ISO, unless given).
         """
         name = new_name()
-        record = {"event": name, "at": datetime.now(UTC).isoformat(), **event}
+        record = {"at": datetime.now(UTC).isoformat(), **event, "event": name}
         write_text(f"{self.root}/events/{name}.json", json.dumps(record, sort_keys=True, default=str))
         return name
 
@@ -98,8 +101,7 @@ class EventLog:
 
         Events stay where they are: history is kept, and a reader still on an older
         snapshot folds the same state. Two compactions at once each write a correct
-        snapshot; the later name wins, and covers at least what the other did or is
-        completed by the events after it.
+        snapshot: a reader takes the later name and folds every event it does not cover.
         """
         folded = self.fold(fold, initial)
         if folded.unsnapshotted == 0:

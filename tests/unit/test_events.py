@@ -129,3 +129,9 @@ def test_an_object_store_through_fsspec(tmp_path):
 def test_a_kind_must_be_one_folder_name(tmp_path, kind):
     with pytest.raises(ValueError):
         EventLog(Lake(str(tmp_path)), kind, "orders")
+
+
+def test_the_log_names_each_event_whatever_the_caller_passes(tmp_path):
+    log = EventLog(Lake(str(tmp_path)), "counters", "orders")
+    name = log.append({"who": "a", "n": 1, "event": "forged"})
+    assert [e["event"] for e in log.events()] == [name]
