@@ -69,3 +69,9 @@ def listed_check() -> Check:
 def listed_reasons() -> Column:
     """The reasons array of `listed_check`: one `registry.listed` reason, or none."""
     return listed_check().reason
+
+
+def unless_listed(reasons: Column) -> Column:
+    """A row's reasons, or for a listed row its `registry.listed` reason alone: a listed
+    message is quarantined without being judged further."""
+    return F.when(F.col(ENTRY).isNotNull(), listed_reasons()).otherwise(reasons)

@@ -6,8 +6,8 @@ import hashlib
 
 from pyspark.sql import functions as F
 
-from foodtaster.engine.listed import ENTRY, WHY, listed_reasons, mark_listed, poison_frame
-from foodtaster.engine.reasons import REASONS
+from foodtaster.engine.listed import ENTRY, WHY, listed_reasons, mark_listed, poison_frame, unless_listed
+from foodtaster.engine.reasons import REASONS, check
 from foodtaster.state.poison import Entry
 
 ROWS = "_raw binary, message_id string, _line_number long"
@@ -82,3 +82,12 @@ def test_the_reason_is_registry_listed_with_the_entry_why(spark):
     assert reasons[1] == []
     assert reasons[2] == [{"layer": "registry", "rule": "registry.listed", "column": None,
                            "message": "known bad <script>", "value": "e2"}]
+
+
+def test_a_listed_row_is_not_judged_further(spark):
+    poison = poison_frame(spark, [entry("e2", "key", "b", "known bad")])
+    judged = check(F.col("message_id").isNull(), "parse", "json.invalid", "not JSON").reason
+    marked = mark_listed(rows(spark), poison, "message_id").select(
+        "_line_number", unless_listed(judged).alias("reasons"))
+    rules = {r["_line_number"]: [x["rule"] for x in r["reasons"]] for r in marked.collect()}
+    assert rules == {1: [], 2: ["registry.listed"], 3: ["json.invalid"], 4: [], 5: []}
