@@ -141,6 +141,7 @@ def build_batch_alert(
             ("Messages", str(summary["messages"])),
             ("Valid", str(summary["valid"])),
             ("Quarantined", str(summary["quarantined"])),
+            ("Already listed", f"{summary.get('listed') or 0} of the quarantined (poison list)"),
             ("Duplicates dropped", str(summary.get("duplicates_dropped", 0))),
             ("Quarantine rate", f"{rate:.2%} (alert_rate {config.alert_rate:.2%}, "
                                 f"hold_rate {config.hold_rate:.2%})"),

@@ -20,21 +20,41 @@ class Verdict:
 
 
 def decide(summary: dict[str, Any], config: DatasetConfig) -> Verdict:
-    """Hold at or above hold_rate or on a failed batch gate; alert at or above alert_rate."""
+    """Hold at or above hold_rate or on a failed batch gate; alert at or above alert_rate.
+
+    The thresholds apply to the rate of NEW quarantined messages: those already on
+    the poison list (`listed`, 0 when the summary has no such count) paged someone
+    when they were first seen. A batch made only of listed messages is not held:
+    there is nothing new in it, not even rows for the batch gate to judge.
+    """
     rate = float(summary["quarantine_rate"])
-    why: list[str] = []
-    if summary["messages"] == 0:
+    messages = summary["messages"]
+    if messages == 0:
         return Verdict(publish=False, alert=False, severity="ok", why=("empty batch",))
+    listed = int(summary.get("listed") or 0)
+    if not listed:
+        return _judge(rate, "quarantine rate", summary, config, ())
+    quarantined = int(summary["quarantined"])
+    note = f"{listed} of {quarantined} quarantined messages were already listed"
+    if listed == messages:
+        return Verdict(publish=True, alert=False, severity="ok", why=(f"all {note}",))
+    return _judge((quarantined - listed) / messages, "new quarantine rate", summary, config, (note,))
+
+
+def _judge(
+    rate: float, label: str, summary: dict[str, Any], config: DatasetConfig, notes: tuple[str, ...]
+) -> Verdict:
+    why: list[str] = []
     if rate >= config.hold_rate:
-        why.append(f"quarantine rate {rate:.2%} >= hold_rate {config.hold_rate:.2%}")
+        why.append(f"{label} {rate:.2%} >= hold_rate {config.hold_rate:.2%}")
     if not summary["gate"]["passed"]:
         failed = ", ".join(f["expectation"] for f in summary["gate"]["failed"]) or "unknown"
         why.append(f"batch gate failed: {failed}")
     if why:
-        return Verdict(publish=False, alert=True, severity="critical", why=tuple(why))
+        return Verdict(publish=False, alert=True, severity="critical", why=(*why, *notes))
     if rate >= config.alert_rate:
         return Verdict(
             publish=True, alert=True, severity="warning",
-            why=(f"quarantine rate {rate:.2%} >= alert_rate {config.alert_rate:.2%}",),
+            why=(f"{label} {rate:.2%} >= alert_rate {config.alert_rate:.2%}", *notes),
         )
-    return Verdict(publish=True, alert=False, severity="ok", why=())
+    return Verdict(publish=True, alert=False, severity="ok", why=notes)

@@ -64,3 +64,51 @@ def test_unknown_dataset_and_unimportable_contract():
     broken = ORDERS.__class__(name="x", contract="contracts.missing:X", expectation_suite="x")
     with pytest.raises(RegistryError, match="cannot be imported"):
         broken.load_contract()
+
+
+def listed_summary(messages, quarantined, listed, gate_passed=True):
+    return {**summary(round(quarantined / messages, 6), messages, gate_passed),
+            "quarantined": quarantined, "listed": listed}
+
+
+@pytest.mark.parametrize(
+    ("quarantined", "listed", "publish", "alert", "severity"),
+    [
+        (30, 30, True, False, "ok"),  # 30% quarantined, all known: nobody paged again
+        (30, 28, True, True, "warning"),  # 2 new in 100: at alert_rate
+        (30, 29, True, False, "ok"),  # 1 new: below alert_rate
+        (30, 10, False, True, "critical"),  # 20 new: at hold_rate
+        (1, 0, True, False, "ok"),
+    ],
+)
+def test_thresholds_apply_to_new_quarantined_messages(quarantined, listed, publish, alert, severity):
+    verdict = decide(listed_summary(100, quarantined, listed), ORDERS)
+    assert (verdict.publish, verdict.alert, verdict.severity) == (publish, alert, severity)
+    if listed:
+        assert f"{listed} of {quarantined} quarantined messages were already listed" in verdict.why
+        assert any(w.startswith("new quarantine rate") for w in verdict.why) == alert
+    else:
+        assert verdict.why == ()
+
+
+def test_a_batch_made_only_of_listed_messages_is_not_held():
+    # Its valid partition is empty, so a volume expectation fails: nothing new to gate.
+    verdict = decide(listed_summary(40, 40, 40, gate_passed=False), ORDERS)
+    assert (verdict.publish, verdict.alert) == (True, False)
+    assert verdict.why == ("all 40 of 40 quarantined messages were already listed",)
+
+
+def test_a_failed_gate_still_holds_a_batch_with_some_listed_messages():
+    verdict = decide(listed_summary(100, 5, 4, gate_passed=False), ORDERS)
+    assert (verdict.publish, verdict.severity) == (False, "critical")
+    assert verdict.why[-1] == "4 of 5 quarantined messages were already listed"
+
+
+def test_the_alert_says_how_many_quarantined_messages_were_already_listed():
+    from foodtaster.ops.alerts import build_batch_alert
+
+    batch = {**listed_summary(100, 30, 27), "dataset": "orders", "batch_id": "20261121",
+             "batch_date": "2026-11-21", "valid": 70}
+    alert = build_batch_alert(batch, decide(batch, ORDERS), ORDERS, {})
+    assert "Already listed:     27 of the quarantined (poison list)" in alert.text
+    assert "27 of 30 quarantined messages were already listed" in alert.text

@@ -1,0 +1,221 @@
+"""Read the published lake without Spark: partitions, quarantined rows, landed lines, the ledger.
+
+For an on-call person's command line: pyarrow reads the Parquet footers and the
+few columns asked for, and fsspec reaches any lake root, with no JVM to start.
+(DuckDB would add SQL but not reach fsspec roots such as `memory://` the same way,
+and is one more package for what is a filter on a small partition.)
+
+Only published partitions are read: `<zone>/<dataset>/batch_date=<d>/batch_id=<id>/`.
+Folders and files whose names start with `_` or `.` (staging, Spark's markers,
+hidden copies in flight) are not data.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import itertools
+import os
+import urllib.parse
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import fsspec
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from foodtaster.state.lake import Lake, read_json
+from foodtaster.state.poison import Seen
+
+LISTED_RULE = "registry.listed"
+LINEAGE = ("_batch_id", "_source_file", "_line_number", "_ingested_at")
+CHUNK_BYTES = 1 << 20
+
+
+class NotInLake(LookupError):
+    """What was asked for is not in the lake; the message says where it looked."""
+
+
+@dataclass(frozen=True)
+class Partition:
+    zone: str
+    dataset: str
+    batch_date: str
+    batch_id: str
+    uri: str
+
+
+def partitions(lake: Lake, zone: str, dataset: str) -> list[Partition]:
+    """The published partitions of a zone, in data order (batch date, then batch id)."""
+    fs, root = fsspec.core.url_to_fs(f"{lake.root.rstrip('/')}/{zone}/{dataset}")
+    if not fs.exists(root):
+        return []
+    found = []
+    for path in fs.glob(f"{root}/batch_date=*/batch_id=*"):
+        date_part, id_part = path.rstrip("/").split("/")[-2:]
+        if fs.isdir(path):
+            found.append(Partition(zone, dataset, date_part.split("=", 1)[1], id_part.split("=", 1)[1],
+                                   fs.unstrip_protocol(path)))
+    return sorted(found, key=lambda p: (p.batch_date, p.batch_id))
+
+
+def partition(lake: Lake, zone: str, dataset: str, batch_id: str) -> Partition | None:
+    return next((p for p in partitions(lake, zone, dataset) if p.batch_id == batch_id), None)
+
+
+def _data_files(uri: str) -> list[str]:
+    """The partition's Parquet files, as URIs."""
+    fs, path = fsspec.core.url_to_fs(uri)
+    return sorted(
+        fs.unstrip_protocol(f) for f in fs.glob(f"{path}/*.parquet")
+        if not f.rsplit("/", 1)[-1].startswith(("_", "."))
+    )
+
+
+def _arrow_file(uri: str) -> tuple[pafs.FileSystem, str]:
+    """Arrow's own filesystem where it has one (local, S3, GCS, HDFS, Azure), else fsspec's.
+
+    Not Python file objects: with them pyarrow 26 sometimes aborts the process at exit
+    ("terminate called without an active exception", apache/arrow#34314, #39162); 3 to 5
+    runs in 80 here, none with Arrow's own filesystem. Roots only fsspec knows keep that risk.
+    """
+    try:
+        return pafs.FileSystem.from_uri(uri if "://" in uri else os.path.abspath(uri))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        fs, path = fsspec.core.url_to_fs(uri)
+        return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
+
+
+def row_count(part: Partition) -> int:
+    """Rows of a Parquet partition, from the footers alone."""
+    total = 0
+    for uri in _data_files(part.uri):
+        fs, path = _arrow_file(uri)
+        total += pq.ParquetFile(path, filesystem=fs).metadata.num_rows
+    return total
+
+
+def read_table(part: Partition, columns: list[str] | None = None) -> pa.Table:
+    """A partition's rows (only `columns`, if given) as one Arrow table."""
+    tables = []
+    for uri in _data_files(part.uri):
+        fs, path = _arrow_file(uri)
+        tables.append(pq.read_table(path, filesystem=fs, columns=columns))
+    if not tables:
+        return pa.table({name: [] for name in columns or ()})
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def quarantine_batches(lake: Lake, dataset: str) -> list[dict[str, Any]]:
+    """One row a quarantine partition: date, batch, how many rows, how many listed, top reason."""
+    rows = []
+    for part in partitions(lake, "quarantine", dataset):
+        rules = Counter()
+        for reasons in read_table(part, ["reasons"]).column("reasons").to_pylist():
+            rules.update({reason["rule"] for reason in reasons or ()})
+        top = rules.most_common(1)
+        rows.append({
+            "batch_date": part.batch_date, "batch_id": part.batch_id, "quarantined": row_count(part),
+            "listed": rules.get(LISTED_RULE, 0),
+            "top_reason": top[0][0] if top else None, "top_reason_count": top[0][1] if top else 0,
+        })
+    return rows
+
+
+def quarantined_rows(
+    lake: Lake, dataset: str, batch_id: str, rule: str | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """A batch's quarantined rows in file and line order: lineage, reasons, `_raw` (bytes).
+
+    `rule` keeps the rows with a reason of that rule; `limit` the first that many.
+    """
+    part = partition(lake, "quarantine", dataset, batch_id)
+    if part is None:
+        raise NotInLake(
+            f"no quarantine partition for batch {batch_id!r} of {dataset!r}: "
+            "`foodtaster quarantine ls` lists the batches that have one"
+        )
+    table = read_table(part, ["_raw", "reasons", *LINEAGE])
+    rows = sorted(table.to_pylist(), key=lambda r: (r["_source_file"] or "", r["_line_number"] or 0))
+    if rule is not None:
+        rows = [r for r in rows if any(reason["rule"] == rule for reason in r["reasons"] or ())]
+    return rows[:limit] if limit is not None else rows
+
+
+def message_bytes(
+    lake: Lake, dataset: str, batch_id: str, source_file: str, line_number: int
+) -> tuple[bytes, Seen]:
+    """A message's bytes as landed (the line without its ending), found by its lineage.
+
+    `source_file` is the lineage's `_source_file` or any tail of it (the file's name).
+    The quarantine keeps the bytes of its rows; any other line (a valid one, a
+    duplicate dropped) is read from the batch's landed copy in `raw/`.
+    """
+    if line_number < 1:
+        raise NotInLake(f"line {line_number}: line numbers start at 1, as in `foodtaster quarantine show`")
+    quarantine = partition(lake, "quarantine", dataset, batch_id)
+    if quarantine is not None:
+        table = read_table(quarantine, ["_raw", "_source_file", "_line_number"])
+        for row in table.to_pylist():
+            if row["_line_number"] == line_number and _names(row["_source_file"], source_file):
+                return bytes(row["_raw"]), Seen(batch_id, row["_source_file"], line_number)
+    raw = partition(lake, "raw", dataset, batch_id)
+    if raw is None:
+        raise NotInLake(
+            f"batch {batch_id!r} of {dataset!r} has no raw partition and no quarantined row "
+            f"{source_file}:{line_number}: check the batch id with `foodtaster batches`"
+        )
+    manifest = read_json(f"{raw.uri}/_manifest.json")
+    names = [entry["name"] for entry in manifest.get("files", ())]
+    matches = [name for name in names if _names(f"{raw.uri}/{name}", source_file)]
+    if len(matches) != 1:
+        raise NotInLake(
+            f"batch {batch_id!r} of {dataset!r}: {source_file!r} names "
+            f"{'none' if not matches else 'more than one'} of its files {names}: give the file's name"
+        )
+    uri = f"{raw.uri}/{matches[0]}"
+    fs, path = fsspec.core.url_to_fs(uri)
+    with fs.open(path, "rb") as handle:
+        stream: BinaryIO = gzip.GzipFile(fileobj=handle) if path.endswith(".gz") else handle
+        line = next(itertools.islice(landed_lines(stream), line_number - 1, None), None)
+    if line is None:
+        raise NotInLake(f"{uri} has fewer than {line_number} lines")
+    return line, Seen(batch_id, _lineage_name(lake, dataset, batch_id, matches[0], line_number) or uri,
+                      line_number)
+
+
+def _lineage_name(lake: Lake, dataset: str, batch_id: str, name: str, line_number: int) -> str | None:
+    """The file as the published row's lineage names it (Spark's URI form), so that the
+    place recorded matches the row's `_source_file`; None when no valid row has that place."""
+    valid = partition(lake, "valid", dataset, batch_id)
+    if valid is None:
+        return None
+    table = read_table(valid, ["_source_file", "_line_number"])
+    return next((row["_source_file"] for row in table.to_pylist()
+                 if row["_line_number"] == line_number and _names(row["_source_file"], name)), None)
+
+
+def _names(lineage_file: str, given: str) -> bool:
+    """True when `given` is the lineage's file or a tail of it at a `/` boundary."""
+    given = given.strip("/")
+    # Spark's file paths are URIs: a space in a name is %20 there.
+    return any(name == given or name.endswith("/" + given)
+               for name in (lineage_file, urllib.parse.unquote(lineage_file)))
+
+
+def landed_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """Lines without their endings, split as Spark's text source does: `\\n`, `\\r\\n` or `\\r`."""
+    reader = io.BufferedReader(stream, CHUNK_BYTES) if not isinstance(stream, io.BufferedIOBase) else stream
+    pending = b""
+    while chunk := reader.read(CHUNK_BYTES):
+        pending += chunk
+        # A `\r` at the chunk's end may be the first half of `\r\n`: keep it for the next chunk.
+        parts = pending.splitlines(keepends=True)
+        pending = parts.pop() if parts and not parts[-1].endswith(b"\n") else b""
+        for part in parts:
+            yield part.rstrip(b"\r\n")
+    if pending:
+        yield pending.rstrip(b"\r\n")

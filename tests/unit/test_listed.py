@@ -1,0 +1,93 @@
+"""The poison list applied to rows: exact messages and unique-key values, one entry a row."""
+
+from __future__ import annotations
+
+import hashlib
+
+from pyspark.sql import functions as F
+
+from foodtaster.engine.listed import ENTRY, WHY, listed_reasons, mark_listed, poison_frame, unless_listed
+from foodtaster.engine.reasons import REASONS, check
+from foodtaster.state.poison import Entry
+
+ROWS = "_raw binary, message_id string, _line_number long"
+
+
+def entry(id_, match, value, why):
+    return Entry(id=id_, match=match, value=value, why=why, source="operator", added_by="t",
+                 added_at="2026-11-22T00:00:00+00:00")
+
+
+def sha(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def rows(spark):
+    return spark.createDataFrame([
+        (bytearray(b'{"message_id": "a"}'), "a", 1),
+        (bytearray(b'{"message_id": "b"}'), "b", 2),
+        (bytearray(b"\xff\xfe not utf-8"), None, 3),
+        (bytearray(b'{"message_id": "c"}'), "c", 4),
+        (bytearray(b'{"message_id": "c", "x": 1}'), "c", 5),
+    ], ROWS)
+
+
+def by_line(frame):
+    return {r["_line_number"]: (r[ENTRY], r[WHY]) for r in frame.collect()}
+
+
+def test_exact_messages_and_key_values_are_marked_with_their_entry(spark):
+    poison = poison_frame(spark, [
+        entry("e1", "fingerprint", sha(b"\xff\xfe not utf-8"), "crashes the parser"),
+        entry("e2", "key", "c", "order c is a test order"),
+    ])
+    marked = mark_listed(rows(spark), poison, "message_id")
+    assert marked.count() == 5  # never a row more or less
+    assert by_line(marked) == {
+        1: (None, None), 2: (None, None), 3: ("e1", "crashes the parser"),
+        4: ("e2", "order c is a test order"), 5: ("e2", "order c is a test order"),
+    }
+
+
+def test_an_exact_entry_wins_over_a_key_entry_and_duplicates_do_not_multiply_rows(spark):
+    poison = poison_frame(spark, [
+        entry("k1", "key", "a", "by key"),
+        entry("f2", "fingerprint", sha(b'{"message_id": "a"}'), "exact, newer"),
+        entry("f1", "fingerprint", sha(b'{"message_id": "a"}'), "exact, older"),  # two writers listed it
+    ])
+    marked = mark_listed(rows(spark), poison, "message_id")
+    assert marked.count() == 5
+    assert by_line(marked)[1] == ("f1", "exact, older")
+
+
+def test_without_a_unique_key_only_exact_entries_match(spark):
+    poison = poison_frame(spark, [entry("k", "key", "b", "by key"),
+                                  entry("f", "fingerprint", sha(b'{"message_id": "b"}'), "exact")])
+    marked = mark_listed(rows(spark).drop("message_id"), poison, None)
+    assert by_line(marked)[2] == ("f", "exact")
+    assert "message_id" not in marked.columns and set(marked.columns) == {"_raw", "_line_number", ENTRY, WHY}
+
+
+def test_an_empty_list_marks_nothing(spark):
+    marked = mark_listed(rows(spark), poison_frame(spark, []), "message_id")
+    assert marked.where(F.col(ENTRY).isNotNull()).count() == 0 and marked.count() == 5
+
+
+def test_the_reason_is_registry_listed_with_the_entry_why(spark):
+    poison = poison_frame(spark, [entry("e2", "key", "b", "known bad <script>")])
+    marked = mark_listed(rows(spark), poison, "message_id").select(
+        "_line_number", listed_reasons().alias("reasons"))
+    assert marked.schema["reasons"].dataType == REASONS
+    reasons = {r["_line_number"]: [x.asDict() for x in r["reasons"]] for r in marked.collect()}
+    assert reasons[1] == []
+    assert reasons[2] == [{"layer": "registry", "rule": "registry.listed", "column": None,
+                           "message": "known bad <script>", "value": "e2"}]
+
+
+def test_a_listed_row_is_not_judged_further(spark):
+    poison = poison_frame(spark, [entry("e2", "key", "b", "known bad")])
+    judged = check(F.col("message_id").isNull(), "parse", "json.invalid", "not JSON").reason
+    marked = mark_listed(rows(spark), poison, "message_id").select(
+        "_line_number", unless_listed(judged).alias("reasons"))
+    rules = {r["_line_number"]: [x["rule"] for x in r["reasons"]] for r in marked.collect()}
+    assert rules == {1: [], 2: ["registry.listed"], 3: ["json.invalid"], 4: [], 5: []}
