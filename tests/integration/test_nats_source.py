@@ -1,0 +1,212 @@
+"""Landing from the real NATS JetStream on 127.0.0.1:4222: acks only after the lake holds
+the batch, a kill between writing and acknowledging, redeliveries, payloads byte for byte,
+and two intervals landed in order with no gap and no overlap."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import PROJECT_ROOT, need
+
+from foodtaster.sources import NatsSource, SourceConfigError, source_from_entry
+from foodtaster.sources.nats import PAUSE_ENV, SourceUnavailable, land_batch, sequence_ranges
+from foodtaster.state.lake import Lake, read_json
+
+NATS_URL = os.environ.get("FOODTASTER_TEST_NATS", "nats://127.0.0.1:4222")
+PAYLOADS = [b'{"a": 1}', b'line one\nline two', b"\xff\xfe not utf-8", b"", b"\x00nul", b'{"a": 1}']
+
+
+def _reachable(url: str) -> bool:
+    host, port = url.removeprefix("nats://").split(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def stream():
+    """A stream of its own for each test, deleted afterwards."""
+    need(_reachable(NATS_URL), f"NATS JetStream at {NATS_URL} is not reachable")
+    name = f"FT_{uuid.uuid4().hex[:10].upper()}"
+    subject = f"ft.{name.lower()}"
+    _run(_admin(lambda js: js.add_stream(name=name, subjects=[f"{subject}.>"])))
+    yield name, subject
+    _run(_admin(lambda js: js.delete_stream(name)))
+
+
+def _run(coroutine):
+    return asyncio.run(coroutine)
+
+
+async def _admin(action):
+    import nats
+
+    client = await nats.connect(NATS_URL)
+    try:
+        return await action(client.jetstream())
+    finally:
+        await client.close()
+
+
+def publish(subject: str, payloads: list[bytes], headers: dict[str, str] | None = None) -> list[int]:
+    async def send(js):
+        return [(await js.publish(f"{subject}.orders", p, headers=headers)).seq for p in payloads]
+
+    return _run(_admin(send))
+
+
+def consumer_state(stream: str, durable: str) -> tuple[int, int]:
+    """(messages not yet delivered, delivered but not acknowledged)."""
+    info = _run(_admin(lambda js: js.consumer_info(stream, durable)))
+    return info.num_pending, info.num_ack_pending
+
+
+def source_for(stream: tuple[str, str], **overrides) -> NatsSource:
+    name, subject = stream
+    return NatsSource(url=NATS_URL, stream=name, subject=f"{subject}.>", durable=f"{name}-lander",
+                      **overrides)
+
+
+def landed_messages(raw_path: str) -> list[dict]:
+    rows = []
+    for path in sorted(Path(raw_path).glob("messages-*.parquet")):
+        rows.extend(pq.read_table(path).to_pylist())
+    return rows
+
+
+def today() -> str:
+    return datetime.now(UTC).date().isoformat()
+
+
+def test_payloads_land_byte_for_byte_and_are_acked_after_the_manifest(stream, tmp_path):
+    lake = Lake(str(tmp_path / "lake"))
+    sequences = publish(stream[1], PAYLOADS, headers={"producer": "checkout"})
+    source = source_for(stream)
+
+    result = land_batch(source, lake, "orders", today())
+
+    rows = landed_messages(result.raw_path)
+    assert [r["payload"] for r in rows] == PAYLOADS
+    assert [r["stream_sequence"] for r in rows] == sequences
+    assert {r["subject"] for r in rows} == {f"{stream[1]}.orders"}
+    assert all('"producer": "checkout"' in r["headers"] for r in rows)
+    manifest = read_json(f"{result.raw_path}/_manifest.json")
+    assert manifest["source"]["sequence_ranges"] == [[sequences[0], sequences[-1]]]
+    assert result.messages == sum(f["lines"] for f in manifest["files"]) == len(PAYLOADS)
+    assert consumer_state(source.stream, source.durable) == (0, 0)  # every message acknowledged
+
+
+def test_a_landing_killed_between_writing_and_acknowledging_loses_and_doubles_nothing(stream, tmp_path):
+    lake = Lake(str(tmp_path / "lake"))
+    sequences = publish(stream[1], [b'{"n": %d}' % i for i in range(50)])
+    source = source_for(stream, ack_wait_seconds=2.0)
+    marker = tmp_path / "paused"
+    script = (
+        "from foodtaster.sources import NatsSource; from foodtaster.sources.nats import land_batch;"
+        "from foodtaster.state.lake import Lake;"
+        f"land_batch(NatsSource(url={NATS_URL!r}, stream={source.stream!r}, subject={source.subject!r},"
+        f" durable={source.durable!r}, ack_wait_seconds=2.0), Lake({lake.root!r}), 'orders', {today()!r})"
+    )
+    env = {**os.environ, PAUSE_ENV: "nats.before_ack", f"{PAUSE_ENV}_MARKER": str(marker),
+           "PYTHONPATH": str(PROJECT_ROOT)}
+    process = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert process.poll() is None, "the landing ended before reaching the pause point"
+            assert time.monotonic() < deadline, "the landing never reached the pause point"
+            time.sleep(0.1)
+        os.killpg(process.pid, signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert consumer_state(source.stream, source.durable)[1] == 50  # written, never acknowledged
+
+    publish(stream[1], [b'{"n": "late"}'])
+    time.sleep(2.5)  # past ack_wait: the broker redelivers the 50
+    rerun = land_batch(source, lake, "orders", today())
+
+    rows = landed_messages(rerun.raw_path)
+    landed = [r["stream_sequence"] for r in rows]
+    assert sorted(landed) == [*sequences, sequences[-1] + 1]  # the 50 once, the late one once
+    assert len(landed) == len(set(landed))
+    assert rerun.messages == 51
+    assert consumer_state(source.stream, source.durable) == (0, 0)
+
+
+def test_two_intervals_land_in_order_with_no_gap_and_no_overlap(stream, tmp_path):
+    lake = Lake(str(tmp_path / "lake"))
+    source = source_for(stream, max_messages=30)
+    published = publish(stream[1], [b'{"n": %d}' % i for i in range(70)])
+
+    first = land_batch(source, lake, "orders", today(), batch_id="first")
+    second = land_batch(source, lake, "orders", today(), batch_id="second")
+    third = land_batch(source, lake, "orders", today(), batch_id="third")
+
+    batches = [[r["stream_sequence"] for r in landed_messages(b.raw_path)] for b in (first, second, third)]
+    assert [len(b) for b in batches] == [30, 30, 10]  # max_messages bounds a batch
+    assert max(batches[0]) < min(batches[1]) and max(batches[1]) < min(batches[2])
+    assert sorted(s for b in batches for s in b) == published
+    assert consumer_state(source.stream, source.durable) == (0, 0)
+
+
+def test_messages_published_after_the_interval_wait_for_the_next_one(stream, tmp_path):
+    lake = Lake(str(tmp_path / "lake"))
+    source = source_for(stream)
+    publish(stream[1], [b'{"n": 1}', b'{"n": 2}'])
+
+    past = land_batch(source, lake, "orders", "2020-01-01")  # its interval ended long ago
+
+    assert past.empty and past.messages == 0
+    assert sum(consumer_state(source.stream, source.durable)) == 2  # given back (nak), not acknowledged
+    now = land_batch(source, lake, "orders", today())
+    assert now.messages == 2
+
+
+def test_an_empty_interval_is_an_empty_batch(stream, tmp_path):
+    result = land_batch(source_for(stream), Lake(str(tmp_path / "lake")), "orders", today())
+    assert result.empty and result.messages == 0
+    assert read_json(f"{result.raw_path}/_manifest.json")["files"] == []
+
+
+def test_an_unreachable_broker_is_an_infrastructure_failure(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens here once the probe closes
+    source = NatsSource(url=f"nats://127.0.0.1:{port}", stream="NONE", subject="none.>", durable="d",
+                        connect_timeout_seconds=1.0)
+    lake = Lake(str(tmp_path / "lake"))
+    with pytest.raises(SourceUnavailable, match="cannot be reached"):
+        land_batch(source, lake, "orders", today())
+    assert not (tmp_path / "lake" / "raw").exists()
+
+
+def test_sequence_ranges_are_the_fewest_ranges():
+    assert sequence_ranges([3, 4, 5, 9]) == [[3, 5], [9, 9]]
+    assert sequence_ranges([6, 10], [[3, 5], [8, 9]]) == [[3, 6], [8, 10]]
+
+
+def test_a_source_entry_is_checked():
+    assert source_from_entry("orders", None).kind == "inbox"
+    entry = {"kind": "nats", "url": NATS_URL, "stream": "S", "subject": "s.>", "durable": "d"}
+    nats_source = source_from_entry("orders", entry)
+    assert isinstance(nats_source, NatsSource) and nats_source.max_messages > 0
+    with pytest.raises(SourceConfigError, match="unknown keys"):
+        source_from_entry("orders", {"kind": "nats", "url": NATS_URL, "stream": "S", "subject": "s",
+                                     "durable": "d", "strem": "typo"})
+    with pytest.raises(SourceConfigError, match="kafka"):
+        source_from_entry("orders", {"kind": "kafka"})
