@@ -209,8 +209,11 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
 
     # What is kept in Spark's memory for this batch is freed on the way out, even when a step fails.
     with ExitStack() as held:
-        # Without a manifest nobody counted the lines the reader would skip: hold them all.
-        lines = ingest.read_lines(spark, run.input_path, config.line_read_bytes if manifest else None)
+        broker = _broker(manifest)
+        if broker:  # one Parquet row a message, its lineage the broker's
+            lines = ingest.read_messages(spark, run.input_path, broker["stream"])
+        else:  # without a manifest nobody counted the lines the reader would skip: hold them all
+            lines = ingest.read_lines(spark, run.input_path, config.line_read_bytes if manifest else None)
         # The one pass over every message; all that follows reads this copy, not the input.
         flagged = _keep(flag_lines(lines, contract, config.max_message_bytes), held)
         offsets = _persist(ingest.split_offsets(flagged), held)  # one row a file split
@@ -229,10 +232,13 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
             repeated.where(F.col("_variants") == 1).agg(F.sum(F.col("_copies") - 1)).first()[0] or 0
         )
         timings["duplicates_s"] = time.perf_counter() - mark
-        skipped = ingest.skipped_lines(spark, (manifest or {}).get("files", []))
-        rows = ingest.with_line_numbers(
-            decide_outcomes(flagged, contract, repeated), offsets, skipped
-        ).select(
+        decided = decide_outcomes(flagged, contract, repeated)
+        if broker:  # a message's line number is its stream sequence
+            numbered = decided.drop("_split_start")
+        else:
+            skipped = ingest.skipped_lines(spark, (manifest or {}).get("files", []))
+            numbered = ingest.with_line_numbers(decided, offsets, skipped)
+        rows = numbered.select(
             "*", F.lit(run.batch_id).alias("_batch_id"),
             F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
         )
@@ -384,6 +390,12 @@ def _release(kept: DataFrame) -> None:
     checkpointed ... and cannot be recomputed after unpersisting": nothing reads it after this.
     """
     kept._jdf.queryExecution().logical().rdd().unpersist(False)
+
+
+def _broker(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The broker a batch was landed from (`foodtaster.sources`), or None for files."""
+    source = (manifest or {}).get("source") or {}
+    return source if source.get("kind") == "nats" else None
 
 
 def _check_manifest(manifest: dict[str, Any] | None, lines_read: int, dataset: str, batch_id: str) -> None:

@@ -210,3 +210,45 @@ def test_a_source_entry_is_checked():
                                      "durable": "d", "strem": "typo"})
     with pytest.raises(SourceConfigError, match="kafka"):
         source_from_entry("orders", {"kind": "kafka"})
+
+
+def test_the_job_judges_a_broker_batch_with_the_brokers_lineage(spark, stream, tmp_path):
+    """Every layer, reason and count of DESIGN.md on a batch landed from JetStream: the
+    generator's answer for every message, payloads byte for byte, sequence as line number."""
+    import dataclasses
+
+    from pyspark.sql import functions as F
+
+    from foodtaster.engine.job import BatchRun, run_batch
+    from foodtaster.registry import get_dataset
+    from foodtaster.sample import generate_batch
+
+    generated = generate_batch(tmp_path / "gen", messages=300, seed=5, poison_rate=0.2, files=1,
+                               gzip_files=0, max_message_bytes=4096)
+    lines = (tmp_path / "gen" / generated.files[0]).read_bytes().splitlines()
+    extra = [b'{"message_id": "nl-1",\n "amount": 1}', b"\xc3\x28 broken utf-8", b""]
+    sequences = publish(stream[1], lines + extra)
+    truth = {sequences[t.line - 1]: t.expected for t in generated.truth}
+    truth.update({seq: "quarantined" for seq in sequences[len(lines):]})
+    lake = Lake(str(tmp_path / "lake"))
+    landed = land_batch(source_for(stream), lake, "orders", today(), batch_id="nats1")
+    config = dataclasses.replace(get_dataset("orders"), max_message_bytes=4096)
+
+    summary = run_batch(spark, BatchRun(config=config, input_path=landed.raw_path, lake=lake,
+                                        batch_id="nats1", batch_date=today(), gate=False))
+
+    valid = spark.read.parquet(lake.valid("orders", today(), "nats1"))
+    quarantine = spark.read.parquet(lake.quarantine("orders", today(), "nats1"))
+    assert summary["messages"] == len(sequences) == landed.messages
+    assert summary["messages"] == summary["valid"] + summary["quarantined"] + summary["duplicates_dropped"]
+    placed = {r._line_number: "valid" for r in valid.select("_line_number").collect()}
+    placed |= {r._line_number: "quarantined" for r in quarantine.select("_line_number").collect()}
+    assert {s: placed.get(s, "duplicate_dropped") for s in sequences} == truth
+    payloads = dict(zip(sequences, lines + extra, strict=True))
+    rows = quarantine.select("_raw", "_line_number", "_source_file", "reasons.rule").collect()
+    assert all(bytes(r._raw) == payloads[r._line_number] for r in rows)
+    assert {r._source_file for r in rows} == {f"nats://{stream[0]}/{stream[1]}.orders"}
+    rules = {r._line_number: set(r.rule) for r in rows}
+    assert "json.invalid" in rules[sequences[-3]]  # a newline inside the payload, not two messages
+    assert "line.not_utf8" in rules[sequences[-2]] and "line.empty" in rules[sequences[-1]]
+    assert valid.where(F.col("_source_file").startswith("nats://")).count() == summary["valid"]
