@@ -109,3 +109,21 @@ def skipped_lines(spark: SparkSession, files: list[dict]) -> DataFrame | None:
     if not rows:
         return None
     return spark.createDataFrame(rows, "_skipped_file string, _read_before array<long>")
+
+
+def read_messages(spark: SparkSession, path: str, stream: str) -> DataFrame:
+    """A broker batch's raw partition (`foodtaster.sources.nats`): one row a message, shaped as
+    `read_lines` shapes a line, its lineage in the broker's words.
+
+    `_source_file` is `nats://<stream>/<subject>` and `_line_number` the stream sequence;
+    `_row_id` is the sequence too, so "first in order" means first in the stream.
+    """
+    return spark.read.parquet(path).select(
+        F.col("payload").cast("string").alias("_text"),
+        F.col("payload").alias("_raw"),
+        F.concat(F.lit(f"nats://{stream}/"), F.col("subject")).alias("_source_file"),
+        F.lit(0).cast("long").alias("_split_start"),
+        F.col("published_at").alias("_modified_at"),
+        F.col("stream_sequence").alias("_row_id"),
+        F.col("stream_sequence").alias("_line_number"),
+    )
