@@ -71,4 +71,7 @@ def build_session(
         )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    if submitted and Path(jar).name not in session.conf.get("spark.jars", ""):
+        # spark-submit was not given --jars: add the parser to this session (driver and executors)
+        session.sql(f"ADD JAR '{jar}'")
     return session

@@ -172,3 +172,17 @@ def test_the_python_side_reads_the_statuses_as_java_numbers_them(spark):
     from foodtaster.engine.layers import FOUND_TYPES
 
     assert [f"{w}" for w in jvm.FOUND] == [w.split(" ")[-1] for w in FOUND_TYPES]
+
+
+def test_a_parser_jar_that_was_not_built_is_a_clear_error(monkeypatch, tmp_path):
+    from foodtaster.engine.spark import parser_jar
+
+    monkeypatch.setenv("FOODTASTER_JVM_JAR", str(tmp_path / "missing.jar"))
+    with pytest.raises(RuntimeError, match=r"was not built: run `make jar`.*openjdk-17-jdk-headless"):
+        parser_jar()
+
+
+def test_the_tests_session_has_the_parser_on_spark_jars(spark):
+    from foodtaster.engine.spark import parser_jar
+
+    assert parser_jar() in spark.conf.get("spark.jars")
