@@ -107,3 +107,15 @@ def test_a_reason_value_is_cut_to_the_record_length(spark):
     _, rows = reasons_of(spark, [b"{'a': '" + "\u00e9".encode() * 300 + b"'}"], max_bytes=4096)
     (reason,) = rows[0][layers.LINE_REASONS]
     assert len(reason["value"]) == 200
+
+
+def test_the_parser_runs_once_a_line_in_the_flag_pass(spark):
+    """The UDF is opaque to Spark: were its result copied into each field's column, every line
+    would be parsed once a field. The optimized plan of the whole flag pass holds one call."""
+    from contracts.orders import Orders
+    from foodtaster.engine.job import flag_lines
+    from foodtaster.engine.rules import read_contract
+
+    flagged = flag_lines(lines_frame(spark, [GOOD]), read_contract(Orders), 200)
+    plan = flagged._jdf.queryExecution().optimizedPlan().toString()
+    assert plan.count("foodtaster_strict_line_") == 1, plan
