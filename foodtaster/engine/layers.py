@@ -70,26 +70,22 @@ def result_type(fields: list[tuple[str, str, object]]) -> StructType:
     return StructType(columns)
 
 
-_REGISTERED: dict[tuple[str, int], str] = {}
-
-
 def _register(spark: SparkSession, returns: StructType) -> str:
-    """Register the parser once a session and result shape; returns the function's name."""
+    """Register the parser in this session, once a result shape; returns the function's name."""
     digest = hashlib.sha1(returns.json().encode()).hexdigest()[:12]
     name = f"foodtaster_strict_line_{digest}"
-    key = (name, id(spark._jsparkSession))
-    if key not in _REGISTERED:
-        try:
-            spark.udf.registerJavaFunction(name, UDF_CLASS, returns)
-        except Exception as err:  # Py4J's error names the missing class deep in a Java trace
-            if "ClassNotFoundException" in str(err) or "Can not load class" in str(err):
-                raise RuntimeError(
-                    f"the strict line parser ({UDF_CLASS}) is not on Spark's classpath: build it "
-                    "(`make jar`) and start Spark with build_session, or pass "
-                    "`--jars build/foodtaster-jvm.jar` to spark-submit"
-                ) from err
-            raise
-        _REGISTERED[key] = name
+    if spark.catalog.functionExists(name):
+        return name
+    try:
+        spark.udf.registerJavaFunction(name, UDF_CLASS, returns)
+    except Exception as err:  # Py4J's error names the missing class deep in a Java trace
+        if "ClassNotFoundException" in str(err) or "Can not load class" in str(err):
+            raise RuntimeError(
+                f"the strict line parser ({UDF_CLASS}) is not on Spark's classpath: build it "
+                "(`make jar`) and start Spark with build_session, or pass "
+                "`--jars build/foodtaster-jvm.jar` to spark-submit"
+            ) from err
+        raise
     return name
 
 
