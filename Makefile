@@ -7,9 +7,23 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproje
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: demo demo-engine test bench venv clean lock airflow compose-tools
+.PHONY: demo demo-engine test bench venv jar clean lock airflow compose-tools
 
 venv: $(STAMP)
+
+# The strict line parser (jvm/): compiled against the Jackson and Spark jars of the installed pyspark,
+# never committed. build_session and the submit operator put it on spark.jars.
+JAR := build/foodtaster-jvm.jar
+JAVA_SOURCES := $(shell find jvm/src -name '*.java')
+jar: $(JAR)
+
+$(JAR): $(JAVA_SOURCES) $(STAMP)
+	@bash scripts/check_java.sh
+	@rm -rf build/classes && mkdir -p build/classes
+	jars=$$($(BIN)/python -c "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))") && \
+	  javac --release 17 -nowarn -cp "$$(ls $$jars/jackson-core-*.jar $$jars/spark-sql-api_*.jar | paste -sd:)" \
+	    -d build/classes $(JAVA_SOURCES)
+	jar cf $@ -C build/classes .
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	@bash scripts/check_java.sh
@@ -20,26 +34,26 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	@rm -f $(VENV)/.installed-* && touch $@
 
 # The main job: Airflow on SQLite under .airflow/, `airflow dags test` on a clean and a poisoned day.
-demo: $(STAMP)
+demo: $(STAMP) $(JAR)
 	$(BIN)/python -m foodtaster_airflow.demo
 
 # The engine alone: one generated batch through the Spark job, no Airflow.
-demo-engine: $(STAMP)
+demo-engine: $(STAMP) $(JAR)
 	$(BIN)/python -m foodtaster demo
 
 # Airflow standalone with the UI on http://localhost:8080 (admin / admin); AIRFLOW_PORT=8090 make airflow to move it
-airflow: $(STAMP)
+airflow: $(STAMP) $(JAR)
 	$(BIN)/python -m foodtaster_airflow.demo airflow
 
 # Debian's docker-compose checks docker-compose.yaml without a container engine (tests/integration/test_compose.py)
 compose-tools:
 	@command -v docker-compose >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose >/dev/null) || echo "could not install docker-compose: the compose test skips (fails under CI=true)"
 
-test: $(STAMP) compose-tools
+test: $(STAMP) $(JAR) compose-tools
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)
+bench: $(STAMP) $(JAR)
 	$(BIN)/python bench/bench_validate.py
 
 clean:

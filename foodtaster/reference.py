@@ -5,10 +5,18 @@ and by the benchmark's naive approach. A message becomes a one-row pandas frame
 whose columns carry the model's dtype when the JSON value has the field's JSON
 type, and stay `object` when it does not, so pandera's dtype check is the type
 rule. Rule ids are translated into the engine's (`foodtaster.engine.rules.rule_id`).
+
+A number its typed column cannot hold (an integer beyond 64 bits for an integer
+field; for a number field, one that overflows a double or underflows to zero) is
+`<field>.out_of_range` here as in the engine: pandas would hold it as an object
+column (pandera: a dtype failure) or, for an underflow, silently as 0.0, so the
+reference reads lines with `decode`, which keeps such literals apart.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 import pandas as pd
@@ -19,6 +27,47 @@ from foodtaster.engine.rules import Contract, frame_rule_id, json_type_of, rule_
 INT64 = (-(2**63), 2**63 - 1)
 
 
+class Unrepresentable:
+    """A JSON number with a fraction or an exponent that no double holds: it overflows to
+    infinity, or a nonzero literal underflows to zero. Kept as its text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _number(text: str) -> float | Unrepresentable:
+    value = float(text)
+    mantissa = text.lower().split("e")[0]
+    if math.isinf(value) or value == 0 and any(c in "123456789" for c in mantissa):
+        return Unrepresentable(text)
+    return value
+
+
+def decode(line: bytes | str) -> Any:
+    """A line as JSON, numbers no double holds kept apart (`Unrepresentable`)."""
+    return json.loads(line, parse_float=_number)
+
+
+def out_of_range(json_type: str, value: Any) -> bool:
+    """A number of the field's JSON type that its typed column (int64, double) cannot hold."""
+    if isinstance(value, bool):
+        return False
+    if json_type == "integer":
+        return isinstance(value, int) and not INT64[0] <= value <= INT64[1]
+    if json_type == "number":
+        if isinstance(value, Unrepresentable):
+            return True
+        if isinstance(value, int):
+            try:
+                return math.isinf(float(value))
+            except OverflowError:
+                return True
+    return False
+
+
 def json_type_matches(json_type: str, value: Any) -> bool:
     if json_type == "string":
         return isinstance(value, str)
@@ -27,7 +76,7 @@ def json_type_matches(json_type: str, value: Any) -> bool:
     if isinstance(value, bool):
         return False
     if json_type == "integer":
-        return isinstance(value, int) and INT64[0] <= value <= INT64[1]
+        return isinstance(value, int)
     return isinstance(value, int | float)
 
 
@@ -51,7 +100,7 @@ def message_frame(message: dict[str, Any], schema: pa.DataFrameSchema) -> pd.Dat
         json_type = json_type_of(column.dtype).name
         if value is None:
             columns[name] = pd.Series([None], dtype="float64" if json_type != "string" else "string[pyarrow]")
-        elif json_type_matches(json_type, value):
+        elif not out_of_range(json_type, value) and json_type_matches(json_type, value):
             columns[name] = pd.Series([value]).astype(str(column.dtype))
         else:
             columns[name] = pd.Series([Mistyped(value)], dtype="object")
@@ -73,7 +122,9 @@ def failed_rules(message: dict[str, Any], model: type[pa.DataFrameModel], contra
         check = str(case.check)
         if check.startswith("dtype(") and message.get(case.column) is not None:
             mistyped.add(case.column)
-            failed.add(f"{case.column}.type({fields[case.column].json_type.name})")
+            json_type = fields[case.column].json_type.name
+            beyond = out_of_range(json_type, message[case.column])
+            failed.add(f"{case.column}.out_of_range" if beyond else f"{case.column}.type({json_type})")
     for case in cases.itertuples():
         check, column = str(case.check), case.column
         if check == "column_in_dataframe":

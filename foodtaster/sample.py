@@ -30,7 +30,7 @@ POISON_KINDS: tuple[str, ...] = (
     "concatenated",
     # contract layer
     "missing_field", "wrong_type_amount", "float_items", "null_required", "out_of_range",
-    "unknown_enum", "bad_timestamp", "bad_message_id", "cross_field", "multi_fail",
+    "edge_number", "unknown_enum", "bad_timestamp", "bad_message_id", "cross_field", "multi_fail",
     "html_payload", "conflicting_duplicate",
     # not poison, but not a new message either: dropped, counted
     "redelivery",
@@ -300,6 +300,22 @@ def _out_of_range(rec: dict, variant: int, _rng: random.Random) -> str:
     return _dumps(rec)
 
 
+# Valid JSON numbers that the typed column cannot hold (issue 9): beyond a double, underflowing
+# to zero, beyond 64 bits for the integer field, a long digit string.
+EDGE_NUMBERS = (("amount", "1e400"), ("items", "9223372036854775808"), ("amount", "1e-400"),
+                ("items", "-" + "9" * 40), ("amount", "1" + "0" * 400), ("amount", "-1E309"))
+
+
+def _edge_number(rec: dict, variant: int, _rng: random.Random) -> str:
+    column, literal = _pick(EDGE_NUMBERS, variant)
+    if column == "amount":
+        _not_paid(rec)
+    rec[column] = 0  # a placeholder json.dumps can write; the literal replaces it
+    text = _dumps(rec)
+    placeholder = f'"{column}":0'
+    return text.replace(placeholder, f'"{column}":{literal}', 1)
+
+
 def _unknown_enum(rec: dict, variant: int, _rng: random.Random) -> str:
     column, value = _pick((("currency", "XYZ"), ("status", "LOST"), ("currency", "usd")), variant)
     rec[column] = value
@@ -351,6 +367,7 @@ _MAKERS: dict[str, Callable[[dict, int, random.Random], str]] = {
     "top_level_array": _top_level_array, "concatenated": _concatenated,
     "missing_field": _missing_field, "wrong_type_amount": _wrong_type_amount,
     "float_items": _float_items, "null_required": _null_required, "out_of_range": _out_of_range,
+    "edge_number": _edge_number,
     "unknown_enum": _unknown_enum, "bad_timestamp": _bad_timestamp,
     "bad_message_id": _bad_message_id, "cross_field": _cross_field, "multi_fail": _multi_fail,
     "html_payload": _html_payload,

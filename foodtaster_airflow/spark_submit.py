@@ -78,15 +78,18 @@ class ValidateBatchOperator(SparkSubmitOperator):
         self.dataset = dataset
 
     def execute(self, context: Any) -> None:
-        from foodtaster.engine.spark import JVM_CONF
+        from foodtaster.engine.spark import JVM_CONF, parser_jar
 
         env = job_environment()
-        self.conf = {
+        conf = {
             "spark.pyspark.python": env["PYSPARK_PYTHON"],
             **JVM_CONF,
             **parse_conf(os.environ.get(SPARK_CONF_ENV)),
             **(self.conf or {}),
         }
+        # The strict line parser goes to the driver and every executor with the job.
+        conf["spark.jars"] = ",".join(filter(None, [parser_jar(), conf.get("spark.jars")]))
+        self.conf = conf
         self.env_vars = {**env, **(self.env_vars or {})}
         try:
             super().execute(context)

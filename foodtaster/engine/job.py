@@ -47,33 +47,43 @@ VALID, QUARANTINED, DUPLICATE = "valid", "quarantined", "duplicate"
 
 
 def flag_lines(lines: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
-    """Lines -> one row a message: its lineage, `_raw`, typed fields and `_failed`.
+    """Lines -> one row a message: its lineage, `_raw`, typed fields, `_failed`, and what the
+    strict parser said (`_line_reasons`, each field's status and offending text) for `explain`.
 
-    The pass over every message: each rule of every layer is one boolean, and no reason is
-    built here. Keeping this code small lets the JVM compile it; `explain` says why, later,
-    for the few rows that failed.
+    The pass over every message: the JVM parser types each field, each rule is one boolean,
+    and no reason is built here; `explain` says why, later, for the few rows that failed.
     """
-    parsed = layers.parse(lines, max_message_bytes)
+    parsed = layers.parse(lines, rules.parse_fields(contract), max_message_bytes)
+    failed = layers.line_failed() | any_failed(rules.field_checks(contract))
     keep = [c for c in lines.columns if c != layers.TEXT]
-    failed = F.col("_line_failed") | any_failed(rules.field_checks(contract))
-    return rules.with_fields(parsed, contract).select(
-        *keep, *rules.field_outputs(contract), failed.alias("_failed")
+    return parsed.select(
+        *keep, *rules.field_outputs(contract), *_verdict_columns(contract), failed.alias("_failed")
     )
+
+
+def _verdict_columns(contract: rules.Contract) -> list[str]:
+    """The parser's statuses, carried so the reasons need no second parse; a field's typed
+    value only where the written column differs from it (a timestamp read from a string)."""
+    columns = [layers.LINE_REASONS]
+    for rule in contract.fields:
+        columns += [layers.status_column(rule.name), layers.text_column(rule.name)]
+        if rule.output_type != rule.json_type.spark_type:
+            columns.append(layers.value_column(rule.name))
+    return columns
 
 
 def explain(rows: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
-    """Add `_reasons` to flagged rows: every failing rule of the layer that failed, from `_raw`.
-
-    Parses again: meant for the quarantine, a small share of the batch.
-    """
-    text = rows.withColumn(layers.TEXT, F.col("_raw").cast("string"))
-    fielded = rules.with_fields(layers.parse(text, max_message_bytes), contract)
+    """Add `_reasons` to flagged rows: every failing rule of the layer that failed, built from
+    the statuses `flag_lines` carried (no second parse). `max_message_bytes` is the one the
+    rows were flagged with: the bytes layer's reasons were given by then."""
+    typed = [F.col(f.name).alias(layers.value_column(f.name)) for f in contract.fields
+             if f.output_type == f.json_type.spark_type]
     reasons = (
         F.when(~F.col("_failed"), F.array().cast(REASONS))
-        .when(F.col("_line_failed"), layers.line_reasons(max_message_bytes))
+        .when(layers.line_failed(), F.col(layers.LINE_REASONS))
         .otherwise(collect(rules.field_checks(contract)))
     )
-    return fielded.select(*rows.columns, reasons.alias("_reasons"))
+    return rows.select("*", *typed).select(*rows.columns, reasons.alias("_reasons"))
 
 
 def validate_lines(lines: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:

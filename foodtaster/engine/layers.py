@@ -1,118 +1,124 @@
-"""The bytes and parse layers: each a list of checks, each check a reason column.
+"""The bytes, parse and type layers: one call a line to the strict parser in the JVM.
 
-Parsing uses Spark's VARIANT parser, which is strict RFC 8259 JSON (no single
-quotes, NaN, comments, trailing commas, leading zeros or duplicate keys) but
-stops after the first value. Wrapping the line in `[ ]` makes a second value
-(`{..}{..}`, `{..},{..}`) visible; a line that would close the wrapper early
-(`{..}],[..`) is caught by a second parse, done only for lines holding a `]`.
+`jvm/src/foodtaster/jvm/StrictLineParser.java` reads each line's exact bytes (so
+invalid UTF-8 is its verdict too) with the Jackson that Spark ships, every
+leniency off: no single quotes, NaN, comments, trailing commas, leading zeros,
+duplicate keys at any depth, or a second value on the line. It returns the
+line's bytes and parse reasons already in the reason shape (null for a line
+that is one JSON object) and, for each contract field, its typed value, a
+status (`FieldStatus`) and, for a wrong type or a number the column cannot hold,
+the value's JSON text. The contract's field list travels as a literal argument,
+so one registered class serves every dataset.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+import hashlib
+from enum import IntEnum
 
-from foodtaster.engine.reasons import Check, any_failed, check, collect
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+from foodtaster.engine.reasons import REASONS, VALUE_MAX_CHARS
 
 TEXT = "_text"
-WRAPPED = "_wrapped"  # the line parsed as `[<line>]`: the message is element 0
-JSON = "_json"  # the message, when the line is one JSON object
+LINE_REASONS = "_line_reasons"  # the bytes or parse reasons of a line; null for one JSON object
+UDF_CLASS = "foodtaster.jvm.StrictLineUdf"
 
 
-def bytes_checks(max_message_bytes: int) -> list[Check]:
-    size = F.octet_length(F.col(TEXT))
-    return [
-        check(
-            size > max_message_bytes, "bytes", "line.too_large",
-            F.format_string(f"message is %d bytes, over the limit of {max_message_bytes}", size),
-            value=size,
-        ),
-        check(
-            F.regexp_like(F.col(TEXT), F.lit(r"^[ \t]*$")), "bytes", "line.empty",
-            "empty line: no message",
-        ),
-        check(
-            ~F.is_valid_utf8(F.col(TEXT)), "bytes", "line.not_utf8", "message is not valid UTF-8",
-            value=F.make_valid_utf8(F.col(TEXT)),
-        ),
-        check(
-            F.col(TEXT).contains("\u0000"), "bytes", "line.nul_byte",
-            "message holds a NUL byte", value=F.make_valid_utf8(F.col(TEXT)),
-        ),
-    ]
+class FieldStatus(IntEnum):
+    """A contract field's JSON-type status, as `StrictLineParser` numbers it."""
+
+    OK = 0
+    MISSING = 1
+    NULL = 2
+    OUT_OF_RANGE = 3  # a number the typed column cannot hold (beyond int64, overflow, underflow)
+    WRONG_TYPE = 10  # + the index of the JSON type found in FOUND_TYPES
 
 
-def _syntax_hint() -> Column:
-    """A person's best guess at what broke the JSON; the rule id stays `json.invalid`."""
-    return (
-        F.when(F.regexp_like(F.col(TEXT), F.lit(r"}\s*[\[{]")), "more than one JSON value on the line")
-        .when(F.regexp_like(F.col(TEXT), F.lit(r"(^|[{,\[:]\s*)'")), "single quotes")
-        .when(F.regexp_like(F.col(TEXT), F.lit(r"[:\[,]\s*-?(NaN|Infinity)\b")), "NaN or Infinity")
-        .when(F.regexp_like(F.col(TEXT), F.lit(r",\s*[}\]]")), "trailing comma")
-        .when(F.regexp_like(F.col(TEXT), F.lit(r"(^|[^:\"])(//|/\*)")), "a comment")
-        .when(~F.regexp_like(F.col(TEXT), F.lit(r"[}\]]\s*$")), "truncated: the line ends mid-value")
-        .otherwise("syntax error")
-    )
+FOUND_TYPES = ("a string", "an integer", "a non-integer number", "a boolean", "an object", "an array")
 
 
-def _not_json() -> Column:
-    wrapped = F.col(WRAPPED)
-    second_value = F.variant_get(wrapped, "$[1]", "variant").isNotNull()
-    closes_early = F.when(
-        F.col(TEXT).contains("]"),
-        F.try_parse_json(F.concat(F.lit('{"m":'), F.col(TEXT), F.lit("}"))).isNull(),
-    )
-    return wrapped.isNull() | second_value | F.coalesce(closes_early, F.lit(False))
+def status_column(field: str) -> str:
+    return f"_s_{field}"
 
 
-def _opens_object() -> Column:
-    return F.startswith(F.ltrim(F.col(TEXT)), F.lit("{"))
+def text_column(field: str) -> str:
+    return f"_x_{field}"
 
 
-def parse(lines: DataFrame, max_message_bytes: int) -> DataFrame:
-    """Add the parsed line (`_wrapped`), the message (`_json`, null unless the line is one JSON
-    object) and `_line_failed` (true where the bytes or the parse layer fails).
-
-    `_line_failed` is a few cheap tests a row; `line_reasons` says why, for the rows that fail.
-    """
-    text = F.col(TEXT)
-    oversized = F.octet_length(text) > max_message_bytes
-    wrapped = F.when(~oversized, F.try_parse_json(F.concat(F.lit("["), text, F.lit("]"))))
-    not_message = F.col("_not_message")
-    # Invalid UTF-8 is the one damage JSON parsing lets through; the rest of the bytes layer
-    # (empty, NUL, oversized) cannot parse as an object, so it is looked at only on failed lines.
-    return (
-        lines.withColumn(WRAPPED, wrapped)
-        .withColumn("_not_message", _not_json() | ~_opens_object())
-        .select(
-            "*",
-            (not_message | ~F.is_valid_utf8(text)).alias("_line_failed"),
-            F.when(~not_message, F.col(WRAPPED)).alias(JSON),
-        )
-        .drop("_not_message")
-    )
+def value_column(field: str) -> str:
+    return f"_t_{field}"
 
 
-def line_reasons(max_message_bytes: int) -> Column:
-    """The bytes reasons of a line, or when it has none its parse reasons. Reads the columns
-    of `parse`; worth evaluating only where `_line_failed`."""
-    bytes_ = bytes_checks(max_message_bytes)
-    not_json = _not_json()
-    parse_reasons = collect(
-        [
-            check(
-                not_json, "parse", "json.invalid",
-                F.concat(F.lit("not strict JSON (RFC 8259): "), _syntax_hint()),
-                value=F.make_valid_utf8(F.col(TEXT)),
-            ),
-            check(
-                ~not_json & ~_opens_object(), "parse", "json.not_object",
-                F.concat(
-                    F.lit("a JSON message must be an object, got "),
-                    F.schema_of_variant(F.variant_get(F.col(WRAPPED), "$[0]", "variant")),
-                ),
-                value=F.col(TEXT),
-            ),
+def spec(fields: list[tuple[str, str, object]], max_message_bytes: int) -> str:
+    """The parser's spec: `max_bytes=..;value_chars=..;fields=name:json_type,...`."""
+    names = ",".join(f"{name}:{json_type}" for name, json_type, _ in fields)
+    return f"max_bytes={max_message_bytes};value_chars={VALUE_MAX_CHARS};fields={names}"
+
+
+def result_type(fields: list[tuple[str, str, object]]) -> StructType:
+    """The struct the parser returns: the line's reasons, then value, status, text a field."""
+    columns = [StructField("reasons", REASONS, True)]
+    for name, _, spark_type in fields:
+        columns += [
+            StructField(name, spark_type, True),
+            StructField(f"{name}__status", IntegerType(), True),
+            StructField(f"{name}__text", StringType(), True),
         ]
-    )
-    return F.when(any_failed(bytes_), collect(bytes_)).otherwise(parse_reasons)
+    return StructType(columns)
+
+
+def _register(spark: SparkSession, returns: StructType) -> str:
+    """Register the parser in this session, once a result shape; returns the function's name."""
+    digest = hashlib.sha1(returns.json().encode()).hexdigest()[:12]
+    name = f"foodtaster_strict_line_{digest}"
+    if spark.catalog.functionExists(name):
+        return name
+    try:
+        spark.udf.registerJavaFunction(name, UDF_CLASS, returns)
+    except Exception as err:  # Py4J's error names the missing class deep in a Java trace
+        if "ClassNotFoundException" in str(err) or "Can not load class" in str(err):
+            raise RuntimeError(
+                f"the strict line parser ({UDF_CLASS}) is not on Spark's classpath: build it "
+                "(`make jar`) and start Spark with build_session, or pass "
+                "`--jars build/foodtaster-jvm.jar` to spark-submit"
+            ) from err
+        raise
+    return name
+
+
+def parse(lines: DataFrame, fields: list[tuple[str, str, object]], max_message_bytes: int) -> DataFrame:
+    """Lines (with `_raw`, their bytes) -> the same rows with `_line_reasons` and, a field, its
+    value `_t_<f>`, status `_s_<f>` and offending JSON text `_x_<f>`; `_text` is dropped.
+
+    `fields` are `(name, json_type, spark_type)`. The parser runs once a row: its result is
+    one projection that the field columns read (Spark does not copy a UDF into every reader).
+    """
+    returns = result_type(fields)
+    name = _register(lines.sparkSession, returns)
+    call = F.call_function(name, F.col("_raw"), F.lit(spec(fields, max_message_bytes).encode()))
+    keep = [c for c in lines.columns if c != TEXT]
+    parsed = lines.select(*keep, call.alias("_parsed"))
+    outputs = [F.col("_parsed.reasons").alias(LINE_REASONS)]
+    for field, _, _ in fields:
+        outputs += [
+            F.col(f"_parsed.`{field}`").alias(value_column(field)),
+            F.col(f"_parsed.`{field}__status`").alias(status_column(field)),
+            F.col(f"_parsed.`{field}__text`").alias(text_column(field)),
+        ]
+    return parsed.select(*keep, *outputs)
+
+
+def line_failed() -> Column:
+    """True where the bytes or the parse layer fails."""
+    return F.col(LINE_REASONS).isNotNull()
+
+
+def found_type(status: Column) -> Column:
+    """The JSON type found, in words, from a wrong-type status."""
+    found = F.lit(None).cast("string")
+    for index, words in enumerate(FOUND_TYPES):
+        found = F.when(status == FieldStatus.WRONG_TYPE + index, words).otherwise(found)
+    return found

@@ -5,11 +5,13 @@ schema (columns, dtypes, nullability, checks and their statistics) and turns
 each rule into a reason column, with the meaning pandera's pandas backend gives
 it; `tests/unit/test_differential.py` holds the two to the same verdict.
 
-Types are strict JSON types, read from the VARIANT parse: a string is only a
-JSON string, a number a JSON number, an integer a number written without a
-fraction or exponent. A wrong type is a `type` reason; a missing field is
-`required`; a JSON null is `not_nullable`. Value checks run only on values of
-the right type, as pandera skips nulls in checks.
+Types are strict JSON types, given by the strict parser (`layers.parse`): a
+string is only a JSON string, a number a JSON number, an integer a number
+written without a fraction or exponent. A wrong type is a `type` reason; a
+missing field is `required`; a JSON null is `not_nullable`; a number its column
+cannot hold (an integer beyond 64 bits, a double that overflows or underflows)
+is `out_of_range`, never a null or an infinity. Value checks run only on values
+of the right type, as pandera skips nulls in checks.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import pandera.pandas as pa
 from pyspark import SparkContext
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
@@ -32,9 +34,15 @@ from pyspark.sql.types import (
 )
 
 from foodtaster.checks import COMPARISONS, ISO_TIMESTAMP_PATTERN
+from foodtaster.engine import layers
+from foodtaster.engine.layers import FieldStatus
 from foodtaster.engine.reasons import Check, check
 
-INTEGER_KINDS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+# What the value of an `out_of_range` field is, by the field's JSON type.
+OUT_OF_RANGE_WORDS = {
+    "integer": "is an integer beyond 64 bits (-9223372036854775808..9223372036854775807)",
+    "number": "is a number no double holds: beyond ±1.8e308, or so close to 0 that it would read as 0",
+}
 
 
 class ContractError(ValueError):
@@ -45,29 +53,6 @@ class ContractError(ValueError):
 class JsonType:
     name: str  # "string" | "number" | "integer" | "boolean"
     spark_type: DataType
-
-    def matches(self, kind: Column) -> Column:
-        if self.name == "string":
-            return kind == "STRING"
-        if self.name == "boolean":
-            return kind == "BOOLEAN"
-        integer = kind.isin(*INTEGER_KINDS)
-        if self.name == "integer":
-            return integer
-        return integer | kind.isin("DOUBLE", "FLOAT") | kind.startswith("DECIMAL")
-
-
-def json_kind(kind: Column) -> Column:
-    """A VARIANT kind (`BIGINT`, `DECIMAL(3,1)`, `OBJECT<..>`) in JSON's words, for messages."""
-    return (
-        F.when(kind.isin(*INTEGER_KINDS), "an integer")
-        .when(kind.isin("DOUBLE", "FLOAT") | kind.startswith("DECIMAL"), "a non-integer number")
-        .when(kind == "STRING", "a string")
-        .when(kind == "BOOLEAN", "a boolean")
-        .when(kind.startswith("OBJECT"), "an object")
-        .when(kind.startswith("ARRAY"), "an array")
-        .otherwise(F.lower(kind))
-    )
 
 
 def json_type_of(dtype: Any) -> JsonType:
@@ -233,49 +218,14 @@ def read_contract(model: type[pa.DataFrameModel]) -> Contract:
     return Contract(name=model.__name__, fields=tuple(fields), frame_checks=frame_checks)
 
 
-def _v(name: str) -> Column:
-    return F.col(f"_v_{name}")
-
-
-def _k(name: str) -> Column:
-    return F.col(f"_k_{name}")
-
-
-def _t(name: str) -> Column:
-    return F.col(f"_t_{name}")
-
-
-def with_fields(parsed: DataFrame, contract: Contract, json_col: str = "_json") -> DataFrame:
-    """Add, once a field: `_v_<f>` (its JSON value as VARIANT, null when missing), `_k_<f>`
-    (its VARIANT kind) and `_t_<f>` (its value as the field's JSON type, null unless it has it).
-
-    Each is its own projection so Spark evaluates it once per row, not once per rule using it.
-    The fields come out of the object in one walk over its keys (a struct of VARIANTs), and
-    numbers are read from their JSON text: VARIANT's own numeric casts build a Cast per row.
-    """
-    fields = contract.fields
-    walk = "struct<" + ", ".join(f"`{f.name}`: variant" for f in fields) + ">"
-    with_object = parsed.withColumn("_fields", F.variant_get(F.col(json_col), "$[0]", walk))
-    with_values = with_object.select(
-        "*", *[F.col("_fields").getField(f.name).alias(f"_v_{f.name}") for f in fields]
-    ).drop("_fields")
-    with_kinds = with_values.select("*", *[F.schema_of_variant(_v(f.name)).alias(f"_k_{f.name}")
-                                           for f in fields])
-    return with_kinds.select(
-        "*", *[F.when(f.json_type.matches(_k(f.name)), _typed(f)).alias(f"_t_{f.name}") for f in fields]
-    )
-
-
-def _typed(rule: FieldRule) -> Column:
-    """The value of a field known to have its JSON type, as that type."""
-    if rule.json_type.name in ("number", "integer"):
-        return F.to_json(_v(rule.name)).try_cast(rule.json_type.spark_type)
-    return F.variant_get(_v(rule.name), "$", rule.json_type.spark_type.simpleString())
+def parse_fields(contract: Contract) -> list[tuple[str, str, DataType]]:
+    """What the strict parser types, a field: its name, JSON type and Spark type."""
+    return [(f.name, f.json_type.name, f.json_type.spark_type) for f in contract.fields]
 
 
 def field_outputs(contract: Contract) -> list[Column]:
     """The typed fields as written: JSON-typed values, timestamps for `iso_timestamp` fields.
-    Reads the columns of `with_fields`."""
+    Reads the columns of `layers.parse`."""
     outputs = []
     for rule in contract.fields:
         value = _t(rule.name)
@@ -283,6 +233,10 @@ def field_outputs(contract: Contract) -> list[Column]:
             value = value.try_cast("timestamp")
         outputs.append(value.alias(rule.name))
     return outputs
+
+
+def _t(name: str) -> Column:
+    return F.col(layers.value_column(name))
 
 
 _BUILT_CHECKS: dict[tuple[str, int], list[Check]] = {}
@@ -305,28 +259,35 @@ def field_checks(contract: Contract) -> list[Check]:
 def _build_field_checks(contract: Contract) -> list[Check]:
     checks: list[Check] = []
     for rule in contract.fields:
-        raw, kind, value = _v(rule.name), _k(rule.name), _t(rule.name)
-        present, is_null = raw.isNotNull(), F.is_variant_null(raw)
+        status, text = F.col(layers.status_column(rule.name)), F.col(layers.text_column(rule.name))
+        value = _t(rule.name)
         checks.append(
             check(
-                ~present & F.lit(rule.required), "contract", f"{rule.name}.required",
+                (status == FieldStatus.MISSING) & F.lit(rule.required), "contract", f"{rule.name}.required",
                 f"required field {rule.name} is missing", column=rule.name,
             )
         )
         checks.append(
             check(
-                present & is_null & F.lit(not rule.nullable), "contract",
+                (status == FieldStatus.NULL) & F.lit(not rule.nullable), "contract",
                 f"{rule.name}.not_nullable", f"{rule.name} must not be null", column=rule.name,
             )
         )
         checks.append(
             check(
-                present & ~is_null & ~rule.json_type.matches(kind), "contract",
-                f"{rule.name}.type({rule.json_type.name})",
-                F.concat(F.lit(f"{rule.name} must be a JSON {rule.json_type.name}, got "), json_kind(kind)),
-                column=rule.name, value=F.to_json(raw),
+                status >= FieldStatus.WRONG_TYPE, "contract", f"{rule.name}.type({rule.json_type.name})",
+                F.concat(F.lit(f"{rule.name} must be a JSON {rule.json_type.name}, got "),
+                         layers.found_type(status)),
+                column=rule.name, value=text,
             )
         )
+        if rule.json_type.name in OUT_OF_RANGE_WORDS:
+            checks.append(
+                check(
+                    status == FieldStatus.OUT_OF_RANGE, "contract", f"{rule.name}.out_of_range",
+                    f"{rule.name} {OUT_OF_RANGE_WORDS[rule.json_type.name]}", column=rule.name, value=text,
+                )
+            )
         for check_name, statistics in rule.checks:
             passes, message = COLUMN_CHECKS[check_name](value, statistics)
             checks.append(

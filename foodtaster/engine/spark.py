@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from pathlib import Path
 
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
@@ -13,6 +14,19 @@ from pyspark.sql import SparkSession
 # over 8000 bytes of bytecode to the interpreter unless told otherwise (measured: 1.7x slower).
 JVM_OPTIONS = "-XX:-DontCompileHugeMethods"
 JVM_CONF = {"spark.driver.extraJavaOptions": JVM_OPTIONS, "spark.executor.extraJavaOptions": JVM_OPTIONS}
+# The strict line parser (jvm/), built by `make jar`; a deployment may keep it elsewhere.
+DEFAULT_JAR = Path(__file__).resolve().parents[2] / "build" / "foodtaster-jvm.jar"
+
+
+def parser_jar() -> str:
+    """The built parser jar's path; a clear error when it was not built."""
+    jar = Path(os.environ.get("FOODTASTER_JVM_JAR") or DEFAULT_JAR)
+    if not jar.is_file():
+        raise RuntimeError(
+            f"the strict line parser jar {jar} was not built: run `make jar` (needs a JDK 17+ with "
+            "javac: apt-get install openjdk-17-jdk-headless), or set FOODTASTER_JVM_JAR to a built one"
+        )
+    return str(jar)
 
 
 def build_session(
@@ -29,6 +43,7 @@ def build_session(
             "install it (apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
         )
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    jar = parser_jar()
     builder = SparkSession.builder.appName(app_name)
     # Under spark-submit the JVM (and its --master, --conf) exists before Python does;
     # Python's SparkConf sees those settings only through that gateway.
@@ -43,8 +58,10 @@ def build_session(
         .config("spark.sql.sources.partitionOverwriteMode", "static")
         .config("spark.ui.showConsoleProgress", "false")
     )
-    if not submitted:  # a --conf given to spark-submit wins
+    if not submitted:  # a --conf given to spark-submit wins; spark-submit is given --jars
         builder = builder.config("spark.sql.shuffle.partitions", "8")
+        if not SparkConf().contains("spark.jars"):
+            builder = builder.config("spark.jars", jar)
         for key, value in JVM_CONF.items():
             if not SparkConf().contains(key):
                 builder = builder.config(key, value)
@@ -54,4 +71,7 @@ def build_session(
         )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    if submitted and Path(jar).name not in session.conf.get("spark.jars", ""):
+        # spark-submit was not given --jars: add the parser to this session (driver and executors)
+        session.sql(f"ADD JAR '{jar}'")
     return session

@@ -44,3 +44,21 @@ def test_bad_arguments_fail_clearly(tmp_path):
         capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 2 and "batch id" in done.stderr
+
+
+def test_the_submit_operator_sends_the_parser_jar_with_the_job(tmp_path, monkeypatch):
+    """spark.jars carries the parser to the driver and every executor; a deployment's own jars stay."""
+    from airflow.sdk.exceptions import AirflowException
+
+    from foodtaster.engine.spark import parser_jar
+    from foodtaster_airflow.spark_submit import SPARK_CONF_ENV, ValidateBatchOperator
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type": "spark", "host": "local[1]"}')
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    monkeypatch.setenv(SPARK_CONF_ENV, "spark.jars=/opt/extra.jar")
+    app = tmp_path / "app.py"
+    app.write_text("import sys\nsys.exit(1)\n")
+    operator = ValidateBatchOperator(task_id="validate", application=str(app), dataset="orders")
+    with pytest.raises(AirflowException):
+        operator.execute({})
+    assert operator.conf["spark.jars"] == f"{parser_jar()},/opt/extra.jar"

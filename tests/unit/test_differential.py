@@ -3,7 +3,10 @@
 Hypothesis generates messages field by field (a valid value, a value of the
 right type that breaks a rule, a wrong type, null, or missing) from the
 contract itself; each example is a batch that Spark evaluates in one job, and
-each message is then judged by `foodtaster.reference` (pandera, one row).
+each message is then judged by `foodtaster.reference` (pandera, one row) on the
+line as written. Numbers at the edge of their type (issue 9) are written as
+JSON literals (`Literal`): beyond 64 bits, beyond a double, underflowing to
+zero, `1E2` and `10.0` for an integer, long digit strings.
 """
 
 from __future__ import annotations
@@ -18,10 +21,37 @@ from hypothesis import strategies as st
 from contracts.orders import Orders
 from foodtaster.engine.job import validate_lines
 from foodtaster.engine.rules import FieldRule, read_contract
-from foodtaster.reference import failed_rules
+from foodtaster.reference import decode, failed_rules
 
 CONTRACT = read_contract(Orders)
 MISSING = object()
+
+
+class Literal:
+    """A JSON number written exactly as given, where Python's own `json.dumps` could not."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def encode(message: dict) -> bytes:
+    """The message as one JSON line, `Literal`s as their text."""
+    def value(v):
+        return v.text if isinstance(v, Literal) else json.dumps(v, ensure_ascii=False)
+
+    return ("{" + ", ".join(f"{json.dumps(k)}: {value(v)}" for k, v in message.items()) + "}").encode()
+
+
+# Integers at and beyond the edges of int64, and long digit strings.
+EDGE_INTEGERS = [2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 10**30, int("9" * 400)]
+# Numbers at the edges of a double: overflow, underflow to zero, subnormal, huge, exponent forms.
+EDGE_NUMBERS = [Literal(t) for t in [
+    "1e400", "-1e400", "1E309", "1e-400", "-2.5e-999", "0.0e0", "4.9e-324", "1e308", "1E2", "1e-7",
+    "1" + "0" * 400, "0." + "0" * 400 + "1", "123456789012345678901234567890", "1000000.0000000001",
+]]
 TRICKY_STRINGS = ["", " ", "abc\n", "abc\r", "ab c", "é", "\u0661\u0662", "<script>x</script>", "x" * 70]
 
 
@@ -50,11 +80,13 @@ def right_type_values(rule: FieldRule) -> st.SearchStrategy:
             options.append(timestamps())
         return st.one_of(options)
     if kind == "integer":
-        return st.one_of(st.integers(-5, 2000), st.integers(), st.sampled_from([0, 1, 1000, 1001, 2**63]))
+        return st.one_of(st.integers(-5, 2000), st.integers(), st.sampled_from([0, 1, 1000, 1001]),
+                         st.sampled_from(EDGE_INTEGERS))
     if kind == "number":
         return st.one_of(
             st.floats(allow_nan=False, allow_infinity=False, min_value=-10, max_value=2e6),
             st.integers(-10, 2_000_000), st.sampled_from([0, 0.0, -0.0, 1e6, 1000000.5, 1e300]),
+            st.sampled_from(EDGE_NUMBERS), st.sampled_from(EDGE_INTEGERS),
         )
     return st.booleans()
 
@@ -70,7 +102,8 @@ def wrong_type_values(rule: FieldRule) -> st.SearchStrategy:
     wrong = [strategy for name, strategy in by_type.items()
              if name != kind and not (kind == "number" and name == "integer")]
     if kind == "integer":
-        wrong = [st.just(2.0), st.just(1e3)] + [s for s in wrong if s is not by_type["number"]]
+        edges = st.sampled_from([Literal(t) for t in ["1E2", "10.0", "1e400", "1e-400", "-0.0"]])
+        wrong = [st.just(2.0), st.just(1e3), edges] + [s for s in wrong if s is not by_type["number"]]
     text_number = st.just("12.5") if kind != "string" else st.just(5)
     return st.one_of(*wrong, st.just([1]), st.just({"a": 1}), text_number)
 
@@ -118,12 +151,12 @@ def messages(draw) -> dict:
           phases=[Phase.explicit, Phase.generate])  # a failure names its message; no slow shrinking
 @given(batch=st.lists(messages(), min_size=60, max_size=80))
 def test_spark_and_pandera_agree_rule_by_rule(spark, batch):
-    lines = [json.dumps(m, ensure_ascii=False).encode("utf-8") for m in batch]
+    lines = [encode(m) for m in batch]
     rows = validate_lines(lines_frame(spark, lines), CONTRACT, 1 << 20).orderBy("_row_id").collect()
     assert len(rows) == len(batch)
-    for message, row in zip(batch, rows, strict=True):
+    for line, message, row in zip(lines, batch, rows, strict=True):
         spark_rules = {r.rule for r in row["_reasons"]}
-        reference = failed_rules(message, Orders, CONTRACT)
+        reference = failed_rules(decode(line), Orders, CONTRACT)
         only = f"spark only {spark_rules - reference}, pandera only {reference - spark_rules}"
         assert spark_rules == reference, f"{message}: {only}"
 
@@ -136,7 +169,7 @@ def test_the_generator_reaches_valid_and_every_kind_of_failure():
     @settings(max_examples=1500, deadline=None, derandomize=True, database=None)
     @given(message=messages())
     def judge(message):
-        failed = failed_rules(message, Orders, CONTRACT)
+        failed = failed_rules(decode(encode(message)), Orders, CONTRACT)
         seen.update(failed)
         verdicts.append(not failed)
 
@@ -145,7 +178,7 @@ def test_the_generator_reaches_valid_and_every_kind_of_failure():
     kinds = {rule.split(".", 1)[1].split("(")[0] for rule in seen}
     assert {"type", "required", "not_nullable", "isin", "str_matches", "iso_timestamp",
             "greater_than_or_equal_to", "less_than_or_equal_to", "str_length"} <= kinds
-    assert {"amount.type(number)", "items.type(integer)"} <= seen
+    assert {"amount.type(number)", "items.type(integer)", "amount.out_of_range", "items.out_of_range"} <= seen
     assert any(rule.endswith(".when(status in (PAID,SHIPPED,DELIVERED))") for rule in seen)
 
 
@@ -156,3 +189,25 @@ def test_a_valid_message_is_valid_on_both_sides(spark):
     rows = validate_lines(lines_frame(spark, [json.dumps(message).encode()]), CONTRACT, 1 << 20).collect()
     assert rows[0]["_reasons"] == [] and failed_rules(message, Orders, CONTRACT) == set()
     assert rows[0]["created_at"] == now.replace(tzinfo=None)
+
+
+def test_numbers_at_the_edge_of_their_type_agree_and_never_reach_a_valid_row_as_null_or_infinity(spark):
+    """Every edge number, in the number field and the integer field, in one batch (issue 9)."""
+    base = {"message_id": "m-1", "order_id": "o", "customer_id": "c", "amount": 10, "currency": "EUR",
+            "status": "CREATED", "created_at": "2026-11-20T10:00:00Z", "items": 1}
+    edges = [*EDGE_NUMBERS, *EDGE_INTEGERS, Literal("10.0"), Literal("-0")]
+    batch = [{**base, field: edge} for field in ("amount", "items") for edge in edges]
+    lines = [encode(m) for m in batch]
+    rows = validate_lines(lines_frame(spark, lines), CONTRACT, 1 << 20).orderBy("_row_id").collect()
+    for line, row in zip(lines, rows, strict=True):
+        spark_rules = {r.rule for r in row["_reasons"]}
+        assert spark_rules == failed_rules(decode(line), Orders, CONTRACT), line
+        if not spark_rules:
+            assert row["items"] is not None and row["amount"] is not None
+            assert abs(row["amount"]) < float("inf")
+    verdicts = [{r.rule for r in row["_reasons"]} for row in rows]
+    # 1e400, -1e400, 1E309, three underflows to zero, 1 and 400 zeros, 400 nines
+    assert verdicts.count({"amount.out_of_range"}) == 8
+    # 2**63, -(2**63)-1, 10**30, 400 nines, 1 and 400 zeros, 30 digits
+    assert verdicts.count({"items.out_of_range"}) == 6
+    assert {"items.type(integer)"} in verdicts  # 1E2 and 10.0 for an integer

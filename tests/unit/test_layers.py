@@ -4,16 +4,18 @@ import json
 
 import pytest
 from conftest import lines_frame
+from pyspark.sql.types import DoubleType, StringType
 
 from foodtaster.engine import layers
 
 GOOD = b'{"message_id": "m1", "amount": 5}'
+FIELDS = [("message_id", "string", StringType()), ("amount", "number", DoubleType())]
 
 
 def reasons_of(spark, lines, max_bytes=200):
-    parsed = layers.parse(lines_frame(spark, lines), max_bytes)
-    rows = parsed.select("*", layers.line_reasons(max_bytes).alias("_reasons")).orderBy("_row_id").collect()
-    return [[(r.layer, r.rule) for r in row["_reasons"]] for row in rows], rows
+    parsed = layers.parse(lines_frame(spark, lines), FIELDS, max_bytes)
+    rows = parsed.orderBy("_row_id").collect()
+    return [[(r.layer, r.rule) for r in row[layers.LINE_REASONS] or []] for row in rows], rows
 
 
 @pytest.mark.parametrize(
@@ -51,7 +53,7 @@ def test_bytes_layer_names_the_damage(spark, line, rule):
 def test_parse_layer_rejects_non_strict_json(spark, line):
     reasons, rows = reasons_of(spark, [line])
     assert reasons == [[("parse", "json.invalid")]]
-    assert rows[0]["_json"] is None
+    assert rows[0]["_t_message_id"] is None and rows[0]["_s_amount"] is None
     with pytest.raises(ValueError):  # the reference agrees it is not strict JSON
         json.loads(line, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)),
                    object_pairs_hook=_no_duplicates)
@@ -73,7 +75,8 @@ def test_parse_layer_wants_an_object(spark, line):
 def test_good_lines_pass_both_layers_and_keep_the_parse(spark):
     reasons, rows = reasons_of(spark, [GOOD, b'  {"nested": {"a": [1, {"b": "]"}]}}  ', b'{"s": "}]"}'])
     assert reasons == [[], [], []]
-    assert all(row["_json"] is not None for row in rows)
+    assert (rows[0]["_t_message_id"], rows[0]["_t_amount"]) == ("m1", 5.0)
+    assert [row["_s_amount"] for row in rows] == [layers.FieldStatus.OK] + [layers.FieldStatus.MISSING] * 2
 
 
 def test_a_bytes_failure_is_not_also_reported_as_a_parse_failure(spark):
@@ -82,9 +85,37 @@ def test_a_bytes_failure_is_not_also_reported_as_a_parse_failure(spark):
 
 
 def test_messages_explain_the_syntax_error(spark):
-    _, rows = reasons_of(spark, [b"{'a': 1}", b'{"a": 1,}', b'{"a": NaN}', b'{"a": 1}{"b": 2}'])
-    messages = [row["_reasons"][0]["message"] for row in rows]
-    assert "single quotes" in messages[0]
-    assert "trailing comma" in messages[1]
+    _, rows = reasons_of(spark, [b"{'a': 1}", b'{"a": 1,}', b'{"a": NaN}', b'{"a": 1}{"b": 2}',
+                                 b'{"a": 1, "a": 2}', b'{"a": [1, 2'])
+    messages = [row[layers.LINE_REASONS][0]["message"] for row in rows]
+    assert "single quotes at column 2" in messages[0]
+    assert "trailing comma at column 9" in messages[1]
     assert "NaN" in messages[2]
-    assert "more than one JSON value" in messages[3]
+    assert "more than one JSON value on the line (the second starts at column 9)" in messages[3]
+    assert "duplicate key 'a'" in messages[4]
+    assert "truncated" in messages[5]
+
+
+def test_a_line_that_is_not_utf8_names_the_byte_and_keeps_a_readable_value(spark):
+    _, rows = reasons_of(spark, [b'{"a": "caf\xc3"}'])
+    (reason,) = rows[0][layers.LINE_REASONS]
+    assert reason["message"] == "message is not valid UTF-8: byte 0xC3 at column 11 starts no valid character"
+    assert reason["value"] == '{"a": "caf\ufffd"}'
+
+
+def test_a_reason_value_is_cut_to_the_record_length(spark):
+    _, rows = reasons_of(spark, [b"{'a': '" + "\u00e9".encode() * 300 + b"'}"], max_bytes=4096)
+    (reason,) = rows[0][layers.LINE_REASONS]
+    assert len(reason["value"]) == 200
+
+
+def test_the_parser_runs_once_a_line_in_the_flag_pass(spark):
+    """The UDF is opaque to Spark: were its result copied into each field's column, every line
+    would be parsed once a field. The optimized plan of the whole flag pass holds one call."""
+    from contracts.orders import Orders
+    from foodtaster.engine.job import flag_lines
+    from foodtaster.engine.rules import read_contract
+
+    flagged = flag_lines(lines_frame(spark, [GOOD]), read_contract(Orders), 200)
+    plan = flagged._jdf.queryExecution().optimizedPlan().toString()
+    assert plan.count("foodtaster_strict_line_") == 1, plan

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from foodtaster.ops.cli import main
-from foodtaster.sample import POISON_KINDS, LineTruth, SampleBatch, generate_batch
+from foodtaster.sample import EDGE_NUMBERS, POISON_KINDS, LineTruth, SampleBatch, generate_batch
 
 MAX_BYTES = 2048  # small, so the oversized lines stay small
 CURRENCIES = {"USD", "EUR", "GBP", "JPY", "CHF"}
@@ -256,6 +256,24 @@ def test_contract_layer_poison_fails_what_it_claims(rows: list[tuple[LineTruth, 
         assert "<script>alert(1)</script>" in json.loads(raw)["customer_id"]
     for kind in ("missing_field", "null_required", "out_of_range", "unknown_enum"):
         assert all(len(contract_failures(json.loads(raw))) == 1 for raw in of_kind(rows, kind))
+
+
+def test_edge_numbers_are_valid_json_that_the_typed_column_cannot_hold(
+    rows: list[tuple[LineTruth, bytes]],
+) -> None:
+    from foodtaster.reference import decode, out_of_range
+
+    edges = of_kind(rows, "edge_number")
+    assert edges
+    literals = set()
+    for raw in edges:
+        rec = decode(raw)
+        beyond = {c for c, t in (("amount", "number"), ("items", "integer")) if out_of_range(t, rec[c])}
+        assert len(beyond) == 1, raw
+        column = beyond.pop()
+        literals.add(re.search(rf'"{column}":([-0-9.eE]+)'.encode(), raw).group(1).decode())
+        assert not contract_failures({**rec, column: 1}), raw  # the edge number is its only fault
+    assert literals <= {literal for _, literal in EDGE_NUMBERS}
 
 
 def test_redelivery_is_a_byte_identical_copy_of_an_earlier_good_line(

@@ -1,0 +1,46 @@
+package foodtaster.jvm;
+
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.api.java.UDF2;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * {@code strict_line(line BINARY, spec BINARY) -> struct} for {@code spark.udf.registerJavaFunction}.
+ *
+ * <p>The spec (see {@link StrictLineParser}) is a literal argument rather than a constructor
+ * argument, so one class with no arguments serves every contract. A literal arrives as the same
+ * array on every row: the parser is rebuilt only when the spec's bytes change.
+ */
+public final class StrictLineUdf implements UDF2<byte[], byte[], Row> {
+    private static final long serialVersionUID = 1L;
+
+    private transient byte[] spec;
+    private transient StrictLineParser parser;
+
+    @Override
+    public Row call(byte[] line, byte[] spec) {
+        if (spec != this.spec) {
+            if (this.spec == null || !Arrays.equals(spec, this.spec)) {
+                parser = new StrictLineParser(new String(spec, StandardCharsets.UTF_8));
+            }
+            this.spec = spec;
+        }
+        if (line == null) return null;
+        Object[] out = parser.parse(line);
+        if (out[0] != null) out[0] = reasons(out[0]);
+        return RowFactory.create(out);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static List<Row> reasons(Object problems) {
+        List<Object[]> list = (List<Object[]>) problems;
+        List<Row> rows = new ArrayList<>(list.size());
+        for (Object[] reason : list) rows.add(RowFactory.create(reason));
+        return rows;
+    }
+}
