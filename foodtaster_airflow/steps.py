@@ -149,6 +149,7 @@ def _counts(summary: dict[str, Any]) -> dict[str, Any]:
         "valid": summary["valid"],
         "quarantined": summary["quarantined"],
         "duplicates_dropped": summary.get("duplicates_dropped", 0),
+        "listed": summary.get("listed", 0),
         "quarantine_rate": summary["quarantine_rate"],
     }
 

@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 
-from foodtaster.engine import ingest, layers, rules
+from foodtaster.engine import ingest, layers, listed, rules
 from foodtaster.engine.duplicates import mark_duplicates, repeated_keys
 from foodtaster.engine.reasons import REASONS, any_failed, check, collect
 from foodtaster.logs import batch_logger
@@ -38,6 +38,7 @@ from foodtaster.state.lake import (
 )
 from foodtaster.state.landing import UNREADABLE_DIR, UNREADABLE_RULE
 from foodtaster.state.lease import batch_lease
+from foodtaster.state.poison import PoisonList
 from foodtaster.state.publish import publish_batch
 
 LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
@@ -70,6 +71,17 @@ def _verdict_columns(contract: rules.Contract) -> list[str]:
         if rule.output_type != rule.json_type.spark_type:
             columns.append(layers.value_column(rule.name))
     return columns
+
+
+def with_listed(flagged: DataFrame, poison: DataFrame | None, key: str | None) -> DataFrame:
+    """Mark the rows of `flag_lines` that the poison list names (`listed.mark_listed`) and fail
+    them: a listed message is quarantined without being judged further. No list, no join."""
+    if poison is None:
+        marked = flagged.withColumn(listed.ENTRY, F.lit(None).cast("string")).withColumn(
+            listed.WHY, F.lit(None).cast("string"))
+    else:
+        marked = listed.mark_listed(flagged, poison, key)
+    return marked.withColumn("_failed", F.col("_failed") | F.col(listed.ENTRY).isNotNull())
 
 
 def explain(rows: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
@@ -122,6 +134,8 @@ def with_reasons(rows: DataFrame, contract: rules.Contract, max_message_bytes: i
     """Add `reasons` to rows from `decide_outcomes`: why each failed, and its conflict if any."""
     explained = explain(rows, contract, max_message_bytes)
     reasons = F.concat(F.col("_reasons"), F.col("_conflict")).cast(REASONS)
+    if listed.ENTRY in rows.columns:  # a listed message's one reason is its entry's why
+        reasons = listed.unless_listed(reasons).cast(REASONS)
     return explained.withColumn("reasons", reasons).drop("_reasons", "_conflict")
 
 
@@ -214,6 +228,8 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     started = time.perf_counter()
     timings: dict[str, float] = {}
     contract = rules.read_contract(config.load_contract())
+    entries = PoisonList(lake, config.name).entries()  # read once; small, so broadcast
+    poison = listed.poison_frame(spark, entries) if entries else None
     manifest = _manifest(run.input_path)
     log.event("started", input=run.input_path, contract=config.contract, run_id=run.run_id)
 
@@ -225,7 +241,8 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         else:  # without a manifest nobody counted the lines the reader would skip: hold them all
             lines = ingest.read_lines(spark, run.input_path, config.line_read_bytes if manifest else None)
         # The one pass over every message; all that follows reads this copy, not the input.
-        flagged = _keep(flag_lines(lines, contract, config.max_message_bytes), held)
+        flagged = _keep(with_listed(flag_lines(lines, contract, config.max_message_bytes), poison,
+                                    unique_key(contract)), held)
         offsets = _persist(ingest.split_offsets(flagged), held)  # one row a file split
         ingested_at = _ingested_at(manifest, offsets)
         lines_read = offsets.agg(F.sum("_split_lines")).first()[0] or 0
@@ -302,7 +319,7 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         "dataset": config.name, "batch_id": run.batch_id, "batch_date": run.batch_date,
         "run_id": run.run_id, "contract": config.contract, "input": run.input_path,
         "messages": messages, "valid": valid_count, "quarantined": quarantined,
-        "duplicates_dropped": duplicates_dropped,
+        "duplicates_dropped": duplicates_dropped, "listed": reason_counts.get(listed.RULE, 0),
         "quarantine_rate": round(quarantined / messages, 6) if messages else 0.0,
         "reasons": reason_counts, "samples": samples, "gate": gate,
         "paths": {
