@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from foodtaster.sources import InboxSource, SourceConfig, SourceConfigError, source_from_entry
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REGISTRY = PROJECT_ROOT / "pipeline.yaml"
 DEFAULT_LAKE = PROJECT_ROOT / "data" / "lake"
@@ -51,6 +53,7 @@ class DatasetConfig:
     hold_rate: float = 0.25
     disable_after: int = 5
     alerts: AlertChannels = field(default_factory=AlertChannels)
+    source: SourceConfig = field(default_factory=InboxSource)  # where its batches come from
 
     def load_contract(self) -> type:
         module_name, _, attr = self.contract.partition(":")
@@ -89,6 +92,10 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
         smtp_conn_id=alerts.get("smtp_conn_id", "smtp_default"),
         slack_conn_id=alerts.get("slack_conn_id", "slack_default"),
     )
+    try:
+        merged["source"] = source_from_entry(name, entry.get("source"))
+    except SourceConfigError as err:
+        raise RegistryError(str(err)) from err
     known = set(DatasetConfig.__dataclass_fields__)
     unknown = set(merged) - known
     if unknown:

@@ -56,8 +56,10 @@ def run_interval(context: dict[str, Any], params: dict[str, Any] | None,
 
 
 def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dict[str, Any]:
-    """Land the interval's new inbox files, or (with a batch id) the landed batch again."""
-    from foodtaster.state import landing, ledger
+    """Land the interval's new messages from the dataset's source (inbox files, a broker), or
+    (with a batch id) the landed batch again."""
+    from foodtaster import sources
+    from foodtaster.state import ledger
 
     lake = _lake()
     if ledger.is_disabled(lake, dataset):
@@ -68,8 +70,7 @@ def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dic
     if batch_id:
         date = landed_date(lake, dataset, check_batch_id(batch_id))
         hour = None
-    result = landing.land_batch(lake, dataset, date, batch_id=batch_id, hour=hour,
-                                limits=landing.Limits.of(_config(dataset)))
+    result = sources.land(_config(dataset), lake, date, batch_id=batch_id, hour=hour)
     return {**result.as_dict(), "lake": lake.root, "reprocess": bool(batch_id)}
 
 

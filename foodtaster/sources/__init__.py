@@ -9,16 +9,20 @@ can land any batch and no message is landed into two batches.
 - `inbox`: producers' JSON-lines files under `inbox/<dataset>/dt=<date>/` (the default).
 - `nats`: a NATS JetStream stream drained through a durable pull consumer.
 
-A new kind (Kafka, say) is one module with a `land` function of the same signature and
-an entry in `SOURCE_KINDS`; see the README's "Sources" section.
+A new kind (Kafka, say) is a config dataclass in `SOURCE_KINDS` and one module with a
+`land_batch` that `land` calls; see the README's "Sources" section.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from foodtaster.state.lake import Lake
+
+if TYPE_CHECKING:
+    from foodtaster.registry import DatasetConfig
+    from foodtaster.state.landing import LandingResult
 
 
 class SourceConfigError(ValueError):
@@ -73,19 +77,16 @@ def source_from_entry(dataset: str, entry: dict[str, Any] | None) -> SourceConfi
         raise SourceConfigError(f"dataset {dataset!r}: {kind} source: {err}") from err
 
 
-class Lander(Protocol):
-    def __call__(self, lake: Lake, dataset: str, date: str, batch_id: str | None = None,
-                 hour: int | None = None) -> Any: ...
-
-
-def lander(source: SourceConfig) -> Lander:
-    """The function that lands one interval of `source` (imported only when used)."""
+def land(config: DatasetConfig, lake: Lake, date: str, batch_id: str | None = None,
+         hour: int | None = None) -> LandingResult:
+    """Land one interval of a dataset from its source into a raw batch: the one entry point
+    the pipeline calls, whatever the kind of source."""
+    source = config.source
     if isinstance(source, NatsSource):
         from foodtaster.sources import nats
 
-        return lambda lake, dataset, date, batch_id=None, hour=None: nats.land_batch(
-            source, lake, dataset, date, batch_id=batch_id, hour=hour
-        )
+        return nats.land_batch(source, lake, config.name, date, batch_id=batch_id, hour=hour)
     from foodtaster.state import landing
 
-    return landing.land_batch
+    return landing.land_batch(lake, config.name, date, batch_id=batch_id, hour=hour,
+                              limits=landing.Limits.of(config))
