@@ -8,8 +8,12 @@ only when a chart is drawn.
 
 from __future__ import annotations
 
+import argparse
 import io
+import json
+import sys
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 import fsspec
@@ -75,6 +79,15 @@ def is_rising(rates: list[float]) -> bool:
     return slope > 1e-12
 
 
+def _day(value: str) -> str:
+    check_date(value)
+    try:
+        date.fromisoformat(value)
+    except ValueError as err:
+        raise ValueError(f"date {value!r} is not a calendar day: {err}") from err
+    return value
+
+
 def dataset_trend(lake: Lake, config: DatasetConfig, *, since: str | None = None,
                   until: str | None = None, last: int = LAST_BATCHES) -> Trend:
     """The trend of `config`'s dataset over batch dates `since`..`until` (inclusive; open
@@ -82,7 +95,7 @@ def dataset_trend(lake: Lake, config: DatasetConfig, *, since: str | None = None
     counts non-empty ones."""
     if last < 1:
         raise ValueError(f"last must be at least 1 batch, got {last}")
-    since, until = (check_date(d) if d else None for d in (since, until))
+    since, until = (_day(d) if d else None for d in (since, until))
     if since and until and since > until:
         raise ValueError(f"date range {since}..{until} is empty: since is after until")
     batches = tuple(
@@ -206,3 +219,36 @@ def write_trend(trend: Trend, lake: Lake, path: str | None = None) -> str:
         handle.write(png)
     fs.mv(f"{target}.tmp", target)
     return uri
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `trend` command's options."""
+    parser.add_argument("dataset", help="a dataset of the registry")
+    parser.add_argument("--since", metavar="YYYY-MM-DD", help="first batch date (default: the first)")
+    parser.add_argument("--until", metavar="YYYY-MM-DD", help="last batch date (default: the last)")
+    parser.add_argument("--last", type=int, default=LAST_BATCHES, metavar="N",
+                        help=f"batches the recent rate and its direction cover (default {LAST_BATCHES})")
+    parser.add_argument("--out", metavar="PATH",
+                        help="where to write the PNG (default: <lake>/reports/<dataset>/trend.png)")
+    parser.add_argument("--json", action="store_true", help="print the trend as JSON, no chart")
+    parser.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from foodtaster.registry import RegistryError, get_dataset, lake_root
+
+    try:
+        config = get_dataset(args.dataset)
+        lake = Lake(lake_root())
+        trend = dataset_trend(lake, config, since=args.since, until=args.until, last=args.last)
+    except (RegistryError, ValueError) as err:
+        print(f"foodtaster trend: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(trend.as_dict(), indent=2))
+        return 0
+    print(describe(trend))
+    for name, count in trend.producers:
+        print(f"  {count:>9,}  {name}")
+    print(f"chart: {write_trend(trend, lake, args.out)}")
+    return 0

@@ -112,3 +112,22 @@ def test_the_chart_is_a_png_written_beside_the_reports_or_where_asked(lake, tmp_
     assert Path(elsewhere).read_bytes().startswith(PNG)
     empty = trend.dataset_trend(lake, CONFIG, since="2027-01-01")
     assert trend.render_trend(empty).startswith(PNG)  # an empty range still draws its thresholds
+
+
+def test_the_trend_command_prints_the_rate_and_writes_the_chart(lake, tmp_path, monkeypatch, capsys):
+    from foodtaster.ops.cli import main
+
+    registry = tmp_path / "pipeline.yaml"
+    registry.write_text("datasets:\n  orders:\n    contract: contracts.orders:Orders\n"
+                        "    expectation_suite: expectations/orders.json\n"
+                        "    alert_rate: 0.02\n    hold_rate: 0.2\n")
+    monkeypatch.setenv("FOODTASTER_REGISTRY", str(registry))
+    monkeypatch.setenv("FOODTASTER_LAKE", lake.root)
+    out = tmp_path / "nov.png"
+    assert main(["trend", "orders", "--since", "2026-11-04", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "orders: 17.00% quarantined over the last 2 batches, rising" in printed
+    assert "21  fulfilment-svc" in printed and f"chart: {out}" in printed
+    assert out.read_bytes().startswith(PNG)
+    assert main(["trend", "orders", "--since", "2026-13-01"]) == 2
+    assert "not a calendar day" in capsys.readouterr().err
