@@ -76,7 +76,9 @@ def batches_page(lake: Lake, datasets: dict[str, DatasetConfig], *, limit: int =
             f"<td>{_top_reasons(e.get('top_reasons'))}</td></tr>"
             for e in entries
         )
-        trend = dataset_trend(lake, config)
+        # the trend of the batches shown: a long history's quarantine is not read on every visit
+        since = entries[-1]["batch_date"] if entries else None
+        trend = dataset_trend(lake, config, since=since)
         table = (
             "<table><thead><tr><th>batch date</th><th>batch</th><th>verdict</th><th>messages</th>"
             "<th>valid</th><th>quarantined</th><th>duplicates dropped</th><th>quarantine rate</th>"
@@ -90,7 +92,7 @@ def batches_page(lake: Lake, datasets: dict[str, DatasetConfig], *, limit: int =
             f"<p>{_e(describe(trend))}</p>"
             + (f"<p>Quarantined by producer: {producers}</p>" if producers else "")
             + (f"<img alt=\"quarantine rate of {_e(name)}\" "
-               f"src=\"datasets/{quote(name)}/trend.png\">" if entries else "")
+               f"src=\"datasets/{quote(name)}/trend.png?since={quote(str(since))}\">" if entries else "")
             + table + "</section>"
         )
     return _document("Foodtaster batches", "<h1>Foodtaster: recent batches</h1>" + "".join(sections))

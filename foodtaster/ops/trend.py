@@ -144,8 +144,9 @@ def describe(trend: Trend) -> str:
         return f"{trend.dataset}: no batch with messages in range"
     direction = "rising" if trend.rising else "not rising"
     shown = min(trend.last, sum(1 for b in trend.batches if b.messages))
-    return (f"{trend.dataset}: {_percent(trend.recent_rate)} quarantined over the last {shown} "
-            f"batches, {direction} (alert_rate {_percent(trend.alert_rate)}, "
+    batches = "batch" if shown == 1 else f"{shown} batches"
+    return (f"{trend.dataset}: {_percent(trend.recent_rate)} quarantined over the last {batches}, "
+            f"{direction} (alert_rate {_percent(trend.alert_rate)}, "
             f"hold_rate {_percent(trend.hold_rate)})")
 
 

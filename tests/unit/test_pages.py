@@ -39,8 +39,14 @@ def test_the_batches_page_lists_recent_batches_newest_first_with_links_and_chart
     assert "<td class=held>held</td>" in html and "<td class=n>30.00%</td>" in html
     assert "40&nbsp;&nbsp;json.invalid" in html
     assert "&lt;b&gt;rule&lt;/b&gt;" in html and "<b>rule</b>" not in html
-    assert 'src="datasets/orders/trend.png"' in html
+    assert 'src="datasets/orders/trend.png?since=2026-11-01"' in html
     assert "quarantined over the last 2 batches, rising" in html
+
+
+def test_the_trend_on_the_page_covers_the_batches_shown(lake):
+    html = pages.batches_page(lake, DATASETS, limit=1)
+    assert "20261101" not in html and 'trend.png?since=2026-11-02"' in html
+    assert "30.00% quarantined over the last batch, not rising" in html
 
 
 def test_the_drill_down_shows_the_final_verdict_reasons_and_escaped_samples(lake):
