@@ -114,11 +114,15 @@ def test_the_batches_page_and_its_drill_down_in_chromium(standalone, browser_too
     af, log = standalone
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
-        browser.go(f"{af.base_url}/")  # the cookie belongs to the UI's origin: be there first
-        browser.add_cookie("_token", _token(af))  # what the UI's login form sets
-
-        # the page as the UI shows it: Browse -> Foodtaster batches, in the UI's iframe
+        # the page as the UI shows it (Browse -> Foodtaster batches, in the UI's iframe),
+        # after the UI's own login form, as a person signs in
         browser.go(f"{af.base_url}/plugin/foodtaster")
+        _wait(lambda: "/auth/login" in browser.current_url and browser.find_all("input"),
+              "the login form", log)
+        browser.type(browser.find("input:not([type=password])"), "admin")
+        browser.type(browser.find("input[type=password]"), PASSWORD)
+        browser.click(browser.find("button[type=submit]"))
+        _wait(lambda: browser.current_url.endswith("/plugin/foodtaster"), "the way back after login", log)
         frame = _wait(lambda: browser.find_all("iframe"), "the plugin's iframe", log)[0]
         assert browser.script("return arguments[0].src", {ELEMENT: frame}).endswith("/foodtaster/")
         browser.frame(frame)

@@ -65,9 +65,6 @@ class Browser:
     def go(self, url: str) -> None:
         self._call("POST", "/url", {"url": url})
 
-    def add_cookie(self, name: str, value: str) -> None:
-        self._call("POST", "/cookie", {"cookie": {"name": name, "value": value, "path": "/"}})
-
     def find(self, css: str) -> str:
         return self._call("POST", "/element", {"using": "css selector", "value": css})[ELEMENT]
 
@@ -77,6 +74,9 @@ class Browser:
 
     def text(self, element: str) -> str:
         return self._call("GET", f"/element/{element}/text")
+
+    def type(self, element: str, text: str) -> None:
+        self._call("POST", f"/element/{element}/value", {"text": text})
 
     def click(self, element: str) -> None:
         self._call("POST", f"/element/{element}/click")
