@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproje
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: demo demo-engine test bench venv jar clean lock airflow compose-tools
+.PHONY: demo demo-engine test bench venv jar clean lock airflow compose-tools browser-tools
 
 venv: $(STAMP)
 
@@ -49,7 +49,11 @@ airflow: $(STAMP) $(JAR)
 compose-tools:
 	@command -v docker-compose >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose >/dev/null) || echo "could not install docker-compose: the compose test skips (fails under CI=true)"
 
-test: $(STAMP) $(JAR) compose-tools
+# Debian's headless chromium and its driver for the browser test of the batches page (tests/e2e/test_batches_page.py)
+browser-tools:
+	@(command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1) || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null) || echo "could not install chromium: the browser test skips (fails under CI=true)"
+
+test: $(STAMP) $(JAR) compose-tools browser-tools
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 

@@ -1,0 +1,164 @@
+"""The batches pages a person opens in the Airflow UI: server-rendered HTML, no Airflow import.
+
+`plugins/foodtaster_batches.py` serves them inside Airflow; here they are plain
+functions of the lake, so they are tested without a server. Every value is
+escaped: samples are a producer's hostile bytes, and even a dataset or a reason
+rule comes from files a person can edit.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+from urllib.parse import quote
+
+from foodtaster.ops.trend import dataset_trend, describe, render_trend
+from foodtaster.registry import DatasetConfig
+from foodtaster.state.lake import Lake, check_batch_id, exists, read_json
+from foodtaster.state.ledger import batch_entries
+
+RECENT_BATCHES = 30
+
+
+class PageNotFound(LookupError):
+    """The dataset or batch asked for is not there; the message says which and what is."""
+
+
+def _e(value: Any) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _rate(rate: Any) -> str:
+    return f"{float(rate) * 100:.2f}%" if rate is not None else ""
+
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:1rem 1.5rem;color:#1d2733}
+h1{font-size:1.3rem}h2{font-size:1.1rem;margin-top:1.6rem}
+table{border-collapse:collapse;font-size:.85rem}
+td,th{border-bottom:1px solid #dde;padding:.25rem .6rem;text-align:left;vertical-align:top}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+.published{color:#2b7a3d;font-weight:600}.held{color:#c0392b;font-weight:600}.empty{color:#777}
+pre{white-space:pre-wrap;word-break:break-all;background:#f5f6f8;padding:.4rem;margin:0;max-width:60rem}
+img{max-width:100%;border:1px solid #dde}.muted{color:#667}
+"""
+
+
+def _document(title: str, body: str) -> str:
+    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>"
+            f"<style>{_STYLE}</style></head><body>{body}</body></html>")
+
+
+def _config(datasets: dict[str, DatasetConfig], dataset: str) -> DatasetConfig:
+    if dataset not in datasets:
+        raise PageNotFound(f"dataset {dataset!r} is not in the registry (known: {sorted(datasets)})")
+    return datasets[dataset]
+
+
+def _top_reasons(pairs: Any) -> str:
+    return "<br>".join(f"{_e(count)}&nbsp;&nbsp;{_e(rule)}" for rule, count in pairs or ())
+
+
+def batches_page(lake: Lake, datasets: dict[str, DatasetConfig], *, limit: int = RECENT_BATCHES) -> str:
+    """Every dataset's recent batches (newest first) with its trend chart; each batch
+    links to its drill-down. Links are relative to the page's own folder."""
+    sections = []
+    for name, config in datasets.items():
+        entries = batch_entries(lake, name)[::-1][:limit]
+        rows = "".join(
+            f"<tr class=batch><td>{_e(e['batch_date'])}</td>"
+            f"<td><a href=\"datasets/{quote(name)}/batches/{quote(e['batch_id'])}\">"
+            f"{_e(e['batch_id'])}</a></td>"
+            f"<td class={_e(e['verdict'])}>{_e(e['verdict'])}</td>"
+            + "".join(f"<td class=n>{_e(e.get(k))}</td>"
+                      for k in ("messages", "valid", "quarantined", "duplicates_dropped"))
+            + f"<td class=n>{_rate(e.get('quarantine_rate'))}</td>"
+            f"<td>{_top_reasons(e.get('top_reasons'))}</td></tr>"
+            for e in entries
+        )
+        # the trend of the batches shown: a long history's quarantine is not read on every visit
+        since = entries[-1]["batch_date"] if entries else None
+        trend = dataset_trend(lake, config, since=since)
+        table = (
+            "<table><thead><tr><th>batch date</th><th>batch</th><th>verdict</th><th>messages</th>"
+            "<th>valid</th><th>quarantined</th><th>duplicates dropped</th><th>quarantine rate</th>"
+            f"<th>top reasons</th></tr></thead><tbody>{rows}</tbody></table>"
+            if entries else "<p class=muted>No batch recorded yet.</p>"
+        )
+        producers = ", ".join(f"{_e(p)} {_e(c)}" for p, c in trend.producers)
+        sections.append(
+            f"<section id=\"dataset-{_e(name)}\"><h2>{_e(name)}</h2>"
+            f"<p class=muted>{_e(config.description)}</p>"
+            f"<p>{_e(describe(trend))}</p>"
+            + (f"<p>Quarantined by producer: {producers}</p>" if producers else "")
+            + (f"<img alt=\"quarantine rate of {_e(name)}\" "
+               f"src=\"datasets/{quote(name)}/trend.png?since={quote(str(since))}\">" if entries else "")
+            + table + "</section>"
+        )
+    return _document("Foodtaster batches", "<h1>Foodtaster: recent batches</h1>" + "".join(sections))
+
+
+def _reason_cells(reasons: list[dict[str, Any]]) -> str:
+    return "<br>".join(
+        f"{_e(r.get('layer'))} <b>{_e(r.get('rule'))}</b>"
+        + (f" [{_e(r.get('column'))}]" if r.get("column") else "")
+        + f": {_e(r.get('message'))}"
+        + (f" <span class=muted>value {_e(r.get('value'))}</span>" if r.get("value") is not None else "")
+        for r in reasons
+    )
+
+
+def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, batch_id: str) -> str:
+    """One batch: its final verdict and counts (the ledger), its reasons and samples (the
+    summary). Served at `datasets/<dataset>/batches/<batch_id>`."""
+    config = _config(datasets, dataset)
+    try:
+        check_batch_id(batch_id)
+    except ValueError as err:
+        raise PageNotFound(str(err)) from err
+    entry = next((e for e in batch_entries(lake, config.name) if e["batch_id"] == batch_id), None)
+    summary_uri = lake.summary(config.name, batch_id)
+    if entry is None and not exists(summary_uri):
+        raise PageNotFound(f"dataset {dataset!r} has no batch {batch_id!r} in its ledger or reports")
+    summary = read_json(summary_uri) if exists(summary_uri) else {}
+    record = {**summary, **(entry or {})}  # the ledger tells the final state; the summary the detail
+    verdict = record.get("verdict")
+    verdict = verdict if isinstance(verdict, str) else "validated, not recorded in the ledger"
+    counts = "".join(
+        f"<tr><th>{_e(label)}</th><td class=n>{_e(record.get(key))}</td></tr>"
+        for label, key in (("messages", "messages"), ("valid", "valid"),
+                           ("quarantined", "quarantined"), ("duplicates dropped", "duplicates_dropped"))
+    )
+    reasons = "".join(f"<tr><td class=n>{_e(count)}</td><td>{_e(rule)}</td></tr>"
+                      for rule, count in (summary.get("reasons") or {}).items())
+    samples = "".join(
+        f"<tr class=sample><td>{_e(s.get('source_file'))}:{_e(s.get('line_number'))}</td>"
+        f"<td><pre>{_e(s.get('raw'))}</pre></td><td>{_reason_cells(s.get('reasons') or [])}</td></tr>"
+        for s in summary.get("samples") or ()
+    )
+    paths = summary.get("paths") or {}
+    body = (
+        f"<p><a href=\"../../../\">&larr; all batches</a></p>"
+        f"<h1>{_e(config.name)} batch {_e(batch_id)}</h1>"
+        f"<p>batch date {_e(record.get('batch_date'))} &middot; verdict "
+        f"<span class=\"verdict {_e(verdict)}\">{_e(verdict)}</span> &middot; quarantine rate "
+        f"<b>{_rate(record.get('quarantine_rate'))}</b> (alert_rate {_rate(config.alert_rate)}, "
+        f"hold_rate {_rate(config.hold_rate)})</p>"
+        + (f"<p class=muted>{_e(record.get('why'))}</p>" if record.get("why") else "")
+        + f"<table>{counts}</table>"
+        + "<h2>Reasons</h2>"
+        + (f"<table><thead><tr><th>rows</th><th>rule</th></tr></thead><tbody>{reasons}</tbody></table>"
+           if reasons else "<p class=muted>No reason recorded (no summary, or nothing quarantined).</p>")
+        + "<h2>Samples</h2>"
+        + (f"<table><thead><tr><th>where</th><th>raw message</th><th>reasons</th></tr></thead>"
+           f"<tbody>{samples}</tbody></table>" if samples else "<p class=muted>No sample.</p>")
+        + (f"<p class=muted>quarantine partition: {_e(paths.get('quarantine'))}</p>"
+           if paths.get("quarantine") else "")
+    )
+    return _document(f"{config.name} {batch_id}", body)
+
+
+def trend_png(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, *,
+              since: str | None = None, until: str | None = None) -> bytes:
+    """The dataset's trend chart for batch dates since..until (open ends by default)."""
+    return render_trend(dataset_trend(lake, _config(datasets, dataset), since=since, until=until))

@@ -1,0 +1,255 @@
+"""The trend of a dataset: the quarantine rate of every batch against its thresholds.
+
+Read from the ledger (one record a batch) and, for the producers, from the
+quarantine partitions (who to call is the first question). No Spark and no
+Airflow: an alert task and the UI plugin import it, so matplotlib is imported
+only when a chart is drawn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import fsspec
+
+from foodtaster.registry import DatasetConfig
+from foodtaster.state.lake import Lake, check_date
+from foodtaster.state.ledger import batch_entries
+
+LAST_BATCHES = 5
+UNKNOWN_PRODUCER = "(unknown)"  # the producer field was absent, null or could not be parsed
+PRODUCER_COLUMN = "producer"
+
+
+@dataclass(frozen=True)
+class BatchRate:
+    batch_id: str
+    batch_date: str
+    verdict: str
+    messages: int
+    quarantined: int
+    quarantine_rate: float
+    top_reasons: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Trend:
+    dataset: str
+    alert_rate: float
+    hold_rate: float
+    batches: tuple[BatchRate, ...]  # every batch in the range, in data order
+    last: int  # how many of the latest non-empty batches `recent_rate` and `rising` cover
+    recent_rate: float | None  # quarantined / messages over those batches; None without any
+    rising: bool
+    producers: tuple[tuple[str, int], ...]  # quarantined messages by producer, most first
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset, "alert_rate": self.alert_rate, "hold_rate": self.hold_rate,
+            "batches": [b.__dict__ | {"top_reasons": [list(r) for r in b.top_reasons]}
+                        for b in self.batches],
+            "last": self.last, "recent_rate": self.recent_rate, "rising": self.rising,
+            "producers": [list(p) for p in self.producers],
+        }
+
+
+def _batch_rate(entry: dict[str, Any]) -> BatchRate:
+    return BatchRate(
+        batch_id=entry["batch_id"], batch_date=entry["batch_date"], verdict=entry["verdict"],
+        messages=int(entry["messages"]), quarantined=int(entry["quarantined"]),
+        quarantine_rate=float(entry["quarantine_rate"]),
+        top_reasons=tuple((str(rule), int(count)) for rule, count in entry.get("top_reasons") or ()),
+    )
+
+
+def is_rising(rates: list[float]) -> bool:
+    """Whether the least-squares line through the rates climbs: one spike among calm
+    batches tilts it less than a feed that gets worse batch after batch."""
+    n = len(rates)
+    if n < 2:
+        return False
+    mean_x, mean_y = (n - 1) / 2, sum(rates) / n
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in enumerate(rates))
+    return slope > 1e-12
+
+
+def _day(value: str) -> str:
+    check_date(value)
+    try:
+        date.fromisoformat(value)
+    except ValueError as err:
+        raise ValueError(f"date {value!r} is not a calendar day: {err}") from err
+    return value
+
+
+def dataset_trend(lake: Lake, config: DatasetConfig, *, since: str | None = None,
+                  until: str | None = None, last: int = LAST_BATCHES) -> Trend:
+    """The trend of `config`'s dataset over batch dates `since`..`until` (inclusive; open
+    ends by default). Empty batches are drawn but say nothing about the rate, so `last`
+    counts non-empty ones."""
+    if last < 1:
+        raise ValueError(f"last must be at least 1 batch, got {last}")
+    since, until = (_day(d) if d else None for d in (since, until))
+    if since and until and since > until:
+        raise ValueError(f"date range {since}..{until} is empty: since is after until")
+    batches = tuple(
+        _batch_rate(entry) for entry in batch_entries(lake, config.name)
+        if (not since or entry["batch_date"] >= since) and (not until or entry["batch_date"] <= until)
+    )
+    recent = [b for b in batches if b.messages][-last:]
+    messages = sum(b.messages for b in recent)
+    return Trend(
+        dataset=config.name, alert_rate=config.alert_rate, hold_rate=config.hold_rate,
+        batches=batches, last=last,
+        recent_rate=round(sum(b.quarantined for b in recent) / messages, 6) if messages else None,
+        rising=is_rising([b.quarantine_rate for b in recent]),
+        producers=producers_ranked(lake, config.name, [b for b in batches if b.quarantined]),
+    )
+
+
+def producers_ranked(lake: Lake, dataset: str, batches: list[BatchRate]) -> tuple[tuple[str, int], ...]:
+    """Quarantined messages by producer over `batches`, most first (ties by name); empty
+    when the dataset's quarantine has no producer column (its contract has none)."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    counts: dict[str, int] = {}
+    for batch in batches:
+        fs, path = fsspec.core.url_to_fs(lake.quarantine(dataset, batch.batch_date, batch.batch_id))
+        if not fs.exists(path):
+            continue  # recorded, but its quarantine is gone (recalled or cleaned): nothing to count
+        parts = ds.dataset(path, filesystem=fs, format="parquet", exclude_invalid_files=True)
+        if PRODUCER_COLUMN not in parts.schema.names:
+            continue
+        column = parts.to_table(columns=[PRODUCER_COLUMN]).column(PRODUCER_COLUMN)
+        for row in pc.value_counts(column).to_pylist():
+            name = row["values"] if row["values"] not in (None, "") else UNKNOWN_PRODUCER
+            counts[name] = counts.get(name, 0) + row["counts"]
+    return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _percent(rate: float) -> str:
+    return f"{rate * 100:.2f}%"
+
+
+def describe(trend: Trend) -> str:
+    """One line for a person: the recent rate, its direction and the thresholds."""
+    if trend.recent_rate is None:
+        return f"{trend.dataset}: no batch with messages in range"
+    direction = "rising" if trend.rising else "not rising"
+    shown = min(trend.last, sum(1 for b in trend.batches if b.messages))
+    batches = "batch" if shown == 1 else f"{shown} batches"
+    return (f"{trend.dataset}: {_percent(trend.recent_rate)} quarantined over the last {batches}, "
+            f"{direction} (alert_rate {_percent(trend.alert_rate)}, "
+            f"hold_rate {_percent(trend.hold_rate)})")
+
+
+VERDICT_COLOURS = {"published": "#2b7a3d", "held": "#c0392b", "empty": "#9e9e9e"}
+
+
+def render_trend(trend: Trend, *, width: float = 9.0, dpi: int = 100) -> bytes:
+    """The trend as a PNG: the rate of every batch (a dot coloured by its verdict), the
+    alert and hold thresholds as lines, and the producers ranked beside it."""
+    # Figure + the Agg canvas directly: no pyplot, so no global backend or figure registry
+    # in the long-lived api-server or task process.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import PercentFormatter
+
+    with_producers = bool(trend.producers)
+    figure = Figure(figsize=(width, 3.6), dpi=dpi, layout="constrained")
+    FigureCanvasAgg(figure)
+    if with_producers:
+        axes, bars = figure.subplots(1, 2, width_ratios=[3, 1])
+    else:
+        axes, bars = figure.subplots(), None
+    xs = list(range(len(trend.batches)))
+    rates = [b.quarantine_rate for b in trend.batches]
+    axes.plot(xs, rates, color="#34495e", linewidth=1.2, zorder=2)
+    axes.scatter(xs, rates, c=[VERDICT_COLOURS.get(b.verdict, "#34495e") for b in trend.batches],
+                 s=28, zorder=3)
+    axes.axhline(trend.alert_rate, color="#e67e22", linestyle="--", linewidth=1,
+                 label=f"alert_rate {_percent(trend.alert_rate)}")
+    axes.axhline(trend.hold_rate, color="#c0392b", linestyle="--", linewidth=1,
+                 label=f"hold_rate {_percent(trend.hold_rate)}")
+    top = max([trend.hold_rate, *rates]) * 1.15
+    axes.set_ylim(0, top)
+    axes.yaxis.set_major_formatter(PercentFormatter(1.0))
+    step = max(1, len(xs) // 10)  # at most ~10 labels, whatever the range
+    axes.set_xticks(xs[::step], [b.batch_date for b in trend.batches][::step], rotation=30,
+                    ha="right", fontsize=8)
+    axes.set_ylabel("quarantine rate")
+    axes.legend(loc="upper left", fontsize=8)
+    if trend.batches:
+        span = f"{trend.batches[0].batch_date} .. {trend.batches[-1].batch_date}"
+    else:
+        span = "no batch in range"
+    axes.set_title(f"{trend.dataset}  {span}", fontsize=10, loc="left")
+    figure.suptitle(describe(trend), fontsize=9, x=0.01, ha="left")
+    if bars is not None:
+        names = [name for name, _ in trend.producers][:8][::-1]  # most quarantined on top
+        counts = [count for _, count in trend.producers][:8][::-1]
+        bars.barh(names, counts, color="#7f8c8d")
+        bars.set_title("quarantined by producer", fontsize=9)
+        bars.tick_params(labelsize=8)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def trend_uri(lake: Lake, dataset: str) -> str:
+    """`reports/<dataset>/trend.png`: beside the batches' reports."""
+    return f"{lake.root.rstrip('/')}/reports/{dataset}/trend.png"
+
+
+def write_trend(trend: Trend, lake: Lake, path: str | None = None) -> str:
+    """Write the chart to `path` (any fsspec URI) or `reports/<dataset>/trend.png`; returns where."""
+    uri = path or trend_uri(lake, trend.dataset)
+    png = render_trend(trend)
+    fs, target = fsspec.core.url_to_fs(uri)
+    parent = target.rsplit("/", 1)[0]
+    if parent and parent != target:
+        fs.makedirs(parent, exist_ok=True)
+    with fs.open(f"{target}.tmp", "wb") as handle:  # a reader never sees half a PNG
+        handle.write(png)
+    fs.mv(f"{target}.tmp", target)
+    return uri
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `trend` command's options."""
+    parser.add_argument("dataset", help="a dataset of the registry")
+    parser.add_argument("--since", metavar="YYYY-MM-DD", help="first batch date (default: the first)")
+    parser.add_argument("--until", metavar="YYYY-MM-DD", help="last batch date (default: the last)")
+    parser.add_argument("--last", type=int, default=LAST_BATCHES, metavar="N",
+                        help=f"batches the recent rate and its direction cover (default {LAST_BATCHES})")
+    parser.add_argument("--out", metavar="PATH",
+                        help="where to write the PNG (default: <lake>/reports/<dataset>/trend.png)")
+    parser.add_argument("--json", action="store_true", help="print the trend as JSON, no chart")
+    parser.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from foodtaster.registry import RegistryError, get_dataset, lake_root
+
+    try:
+        config = get_dataset(args.dataset)
+        lake = Lake(lake_root())
+        trend = dataset_trend(lake, config, since=args.since, until=args.until, last=args.last)
+    except (RegistryError, ValueError) as err:
+        print(f"foodtaster trend: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(trend.as_dict(), indent=2))
+        return 0
+    print(describe(trend))
+    for name, count in trend.producers:
+        print(f"  {count:>9,}  {name}")
+    print(f"chart: {write_trend(trend, lake, args.out)}")
+    return 0

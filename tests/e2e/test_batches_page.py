@@ -1,0 +1,181 @@
+"""The batches page in the Airflow UI, in Debian's headless chromium, on a real
+`airflow standalone`: a ledger and summaries written into its lake, the page opened as a
+logged-in user, a screenshot taken, and what a person reads on it checked.
+
+The registry's dataset has no schedule, so the scheduler starts no Spark job: the page
+reads only the lake, and the test stays well under three minutes on two cores.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import requests
+from conftest import need
+from webdriver import ELEMENT, Browser, browser_binaries
+
+from foodtaster.registry import PROJECT_ROOT
+from foodtaster.state.lake import Lake, write_json
+from foodtaster.state.ledger import record_batch
+from foodtaster_airflow.localenv import LocalAirflow, free_port, stop_group, wait_for_http
+
+pytestmark = pytest.mark.slow
+PASSWORD = "e2e-page"
+REGISTRY = f"""
+datasets:
+  orders:
+    description: Order events (page test)
+    schedule: null
+    start_date: "2026-11-01"
+    contract: contracts.orders:Orders
+    expectation_suite: {PROJECT_ROOT / "expectations/orders.json"}
+    alert_rate: 0.02
+    hold_rate: 0.20
+"""
+HOSTILE_RAW = '{"note": "<script>window.pwned=1</script>", "amount": -5 & 1}'
+SCREENSHOTS = PROJECT_ROOT / "data" / "screenshots"  # kept after the run, for a person
+
+
+def _entry(day: str, messages: int, quarantined: int, verdict: str, top: list) -> dict:
+    return {"batch_id": day.replace("-", ""), "batch_date": day, "messages": messages,
+            "valid": messages - quarantined, "quarantined": quarantined, "duplicates_dropped": 0,
+            "quarantine_rate": round(quarantined / messages, 6), "verdict": verdict,
+            "severity": "critical" if verdict == "held" else None, "why": "", "timings": None,
+            "top_reasons": top}
+
+
+def fill_lake(root: str) -> None:
+    lake = Lake(root)
+    record_batch(lake, "orders", _entry("2026-11-10", 400, 4, "published", [["currency.isin", 4]]))
+    record_batch(lake, "orders", _entry("2026-11-11", 400, 12, "published", [["json.invalid", 12]]))
+    record_batch(lake, "orders", _entry("2026-11-12", 400, 116, "held",
+                                        [["amount.greater_than(0)", 80], ["json.invalid", 36]]))
+    write_json(lake.summary("orders", "20261112"), {
+        "batch_id": "20261112", "batch_date": "2026-11-12", "messages": 400, "valid": 284,
+        "quarantined": 116, "duplicates_dropped": 0, "quarantine_rate": 0.29,
+        "reasons": {"amount.greater_than(0)": 80, "json.invalid": 36}, "published": False,
+        "samples": [{"source_file": "file:/inbox/orders/dt=2026-11-12/part-1.jsonl",
+                     "line_number": 17, "raw": HOSTILE_RAW,
+                     "reasons": [{"layer": "parse", "rule": "json.invalid", "column": None,
+                                  "message": "not strict JSON", "value": None}]}],
+    })
+    folder = Path(lake.quarantine("orders", "2026-11-12", "20261112"))
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"producer": ["checkout-svc"] * 90 + ["fulfilment-svc"] * 26}),
+                   folder / "part-00000.parquet")
+
+
+@pytest.fixture(scope="module")
+def browser_tools() -> tuple[str, str]:
+    chromium, chromedriver = browser_binaries()
+    need(chromium is not None and chromedriver is not None,
+         "Debian's chromium and chromium-driver are not installed (make browser-tools installs them)")
+    return chromium, chromedriver
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory, browser_tools):
+    home = tmp_path_factory.mktemp("airflow")
+    lake = str(tmp_path_factory.mktemp("lake"))
+    registry = home / "pipeline.yaml"
+    registry.write_text(REGISTRY)
+    fill_lake(lake)
+    af = LocalAirflow(home=home, lake=lake, registry=registry, api_port=free_port(),
+                      password=PASSWORD)
+    log = home / "standalone.log"
+    process = None
+    try:
+        process = af.start_standalone(log)
+        wait_for_http(f"{af.base_url}/api/v2/version", timeout=150, process=process, log=log)
+        yield af, log
+    finally:
+        stop_group(process)
+
+
+def _token(af: LocalAirflow) -> str:
+    answer = requests.post(f"{af.base_url}/auth/token", json={"username": "admin", "password": PASSWORD},
+                           timeout=30)
+    answer.raise_for_status()
+    return answer.json()["access_token"]
+
+
+def test_the_page_is_for_logged_in_users_only(standalone):
+    af, _log = standalone
+    assert requests.get(f"{af.base_url}/foodtaster/", timeout=30).status_code in (401, 403)
+    page = requests.get(f"{af.base_url}/foodtaster/", timeout=30,
+                        headers={"Authorization": f"Bearer {_token(af)}"})
+    assert page.status_code == 200 and "20261112" in page.text
+
+
+def test_the_batches_page_and_its_drill_down_in_chromium(standalone, browser_tools, tmp_path):
+    af, log = standalone
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
+        # the page as the UI shows it (Browse -> Foodtaster batches, in the UI's iframe),
+        # after the UI's own login form, as a person signs in
+        browser.go(f"{af.base_url}/plugin/foodtaster")
+        _wait(lambda: "/auth/login" in browser.current_url and browser.find_all("input"),
+              "the login form", log)
+        browser.type(browser.find("input:not([type=password])"), "admin")
+        browser.type(browser.find("input[type=password]"), PASSWORD)
+        browser.click(browser.find("button[type=submit]"))
+        _wait(lambda: browser.current_url.endswith("/plugin/foodtaster"), "the way back after login", log)
+        frame = _wait(lambda: browser.find_all("iframe"), "the plugin's iframe", log)[0]
+        assert browser.script("return arguments[0].src", {ELEMENT: frame}).endswith("/foodtaster/")
+        browser.frame(frame)
+        _wait(lambda: browser.find_all("tr.batch"), "the batches table in the iframe", log)
+        browser.frame(None)
+        shot = browser.screenshot(SCREENSHOTS / "batches_page_in_ui.png")
+        assert shot.read_bytes().startswith(b"\x89PNG")
+
+        # the page itself: newest batch first, its verdict, rate, top reason, the chart
+        browser.go(f"{af.base_url}/foodtaster/")
+        rows = [" ".join(browser.text(row).split()) for row in browser.find_all("tr.batch")]
+        assert [row.split()[1] for row in rows] == ["20261112", "20261111", "20261110"]
+        assert rows[0].startswith("2026-11-12 20261112 held 400 284 116 0 29.00%"), rows[0]
+        assert "80 amount.greater_than(0)" in rows[0]
+        heading = browser.text(browser.find("section#dataset-orders h2"))
+        assert heading == "orders"
+        text = browser.text(browser.find("body"))
+        assert "Quarantined by producer: checkout-svc 90, fulfilment-svc 26" in text
+        assert "rising (alert_rate 2.00%, hold_rate 20.00%)" in text
+        chart = browser.script("const i = document.querySelector('img');"
+                               " return [i.complete, i.naturalWidth, i.naturalHeight];")
+        assert chart[0] and chart[1] > 400 and chart[2] > 200, chart  # the PNG really loaded
+        browser.screenshot(SCREENSHOTS / "batches_page.png")
+
+        # drill down: click the held batch
+        browser.click(browser.find('a[href="datasets/orders/batches/20261112"]'))
+        _wait(lambda: browser.current_url.endswith("/foodtaster/datasets/orders/batches/20261112"),
+              "the drill-down page", log)
+        assert browser.text(browser.find("span.verdict")) == "held"
+        raw = browser.text(browser.find("tr.sample pre"))
+        assert raw == HOSTILE_RAW  # shown as text, byte for byte, not run as markup
+        assert browser.script("return window.pwned === undefined"
+                              " && document.querySelectorAll('script').length === 0")
+        where = browser.text(browser.find("tr.sample td"))
+        assert where == "file:/inbox/orders/dt=2026-11-12/part-1.jsonl:17"
+        reasons = " ".join(browser.text(browser.find("body")).split())
+        assert "80 amount.greater_than(0)" in reasons and "36 json.invalid" in reasons
+        shot = browser.screenshot(SCREENSHOTS / "batch_drill_down.png")  # for a person to look at
+        assert shot.stat().st_size > 10_000
+
+
+def _wait(condition, what: str, log: Path, timeout: float = 30.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+        except Exception:  # noqa: BLE001 - the page is still loading: ask again
+            value = None
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n"
+                         f"{log.read_text(errors='replace')[-3000:]}")
+

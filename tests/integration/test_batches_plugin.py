@@ -1,0 +1,75 @@
+"""The batches plugin's FastAPI app with Airflow's real app objects: routes, status codes
+and content types, the user dependency answered as a logged-in user (the browser test on
+`airflow standalone` checks the login itself)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from fastapi.testclient import TestClient
+
+from foodtaster.registry import PROJECT_ROOT
+from foodtaster.state.lake import Lake, write_json
+from foodtaster.state.ledger import record_batch
+
+REGISTRY = """datasets:
+  orders:
+    contract: contracts.orders:Orders
+    expectation_suite: expectations/orders.json
+    alert_rate: 0.02
+    hold_rate: 0.2
+"""
+
+
+def _plugin():
+    spec = importlib.util.spec_from_file_location(
+        "foodtaster_batches", PROJECT_ROOT / "plugins" / "foodtaster_batches.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def client(tmp_path, monkeypatch):
+    from airflow.api_fastapi.core_api.security import get_user
+
+    registry = tmp_path / "pipeline.yaml"
+    registry.write_text(REGISTRY)
+    lake = Lake(str(tmp_path / "lake"))
+    record_batch(lake, "orders", {
+        "batch_id": "20261105", "batch_date": "2026-11-05", "messages": 10, "valid": 7,
+        "quarantined": 3, "duplicates_dropped": 0, "quarantine_rate": 0.3, "verdict": "held",
+        "severity": "critical", "why": "rate", "timings": None, "top_reasons": [["json.invalid", 3]],
+    })
+    write_json(lake.summary("orders", "20261105"), {"reasons": {"json.invalid": 3}, "samples": []})
+    monkeypatch.setenv("FOODTASTER_REGISTRY", str(registry))
+    monkeypatch.setenv("FOODTASTER_LAKE", lake.root)
+    plugin = _plugin()
+    plugin.app.dependency_overrides[get_user] = lambda: "admin"
+    return TestClient(plugin.app), plugin
+
+
+def test_the_plugin_registers_its_app_and_a_browse_view(client):
+    _, plugin = client
+    [app] = plugin.FoodtasterPlugin.fastapi_apps
+    [view] = plugin.FoodtasterPlugin.external_views
+    assert app["url_prefix"] == "/foodtaster" and app["app"] is plugin.app
+    assert (view["href"], view["url_route"], view["category"]) == ("/foodtaster/", "foodtaster", "browse")
+
+
+def test_pages_chart_and_errors(client):
+    http, _ = client
+    index = http.get("/")
+    assert index.status_code == 200 and index.headers["content-type"].startswith("text/html")
+    assert "20261105" in index.text and "<td class=held>held</td>" in index.text
+    batch = http.get("/datasets/orders/batches/20261105")
+    assert batch.status_code == 200 and "<td class=n>3</td><td>json.invalid</td>" in batch.text
+    chart = http.get("/datasets/orders/trend.png", params={"since": "2026-11-01"})
+    assert chart.status_code == 200 and chart.headers["content-type"] == "image/png"
+    assert chart.content.startswith(b"\x89PNG")
+    missing = http.get("/datasets/orders/batches/20261199")
+    assert missing.status_code == 404 and "has no batch '20261199'" in missing.json()["detail"]
+    assert http.get("/datasets/payments/trend.png").status_code == 404
+    bad = http.get("/datasets/orders/trend.png", params={"since": "2026-11-31"})
+    assert bad.status_code == 400 and "not a calendar day" in bad.json()["detail"]

@@ -1,0 +1,76 @@
+"""The batches pages rendered from a lake built here: what a person reads, escaped."""
+
+from __future__ import annotations
+
+import pytest
+from test_trend import CONFIG, entry
+
+from foodtaster.ops import pages
+from foodtaster.state.lake import Lake, write_json
+from foodtaster.state.ledger import record_batch
+
+HOSTILE = '<script>alert("x")</script> & \\xc3('
+DATASETS = {"orders": CONFIG}
+
+
+@pytest.fixture
+def lake(tmp_path) -> Lake:
+    the_lake = Lake(str(tmp_path / "lake"))
+    record_batch(the_lake, "orders", entry("2026-11-01", 200, 2, top=[["currency.isin", 2]]))
+    record_batch(the_lake, "orders", entry("2026-11-02", 200, 60, "held",
+                                           top=[["json.invalid", 40], ["<b>rule</b>", 20]]))
+    write_json(the_lake.summary("orders", "20261102"), {
+        "batch_id": "20261102", "batch_date": "2026-11-02", "messages": 200, "valid": 139,
+        "quarantined": 60, "duplicates_dropped": 1, "quarantine_rate": 0.3,
+        "verdict": {"publish": False, "severity": "critical"}, "published": False,
+        "reasons": {"json.invalid": 40, "<b>rule</b>": 20},
+        "samples": [{"source_file": "file:/in/part-1.jsonl", "line_number": 7, "raw": HOSTILE,
+                     "reasons": [{"layer": "parse", "rule": "json.invalid", "column": None,
+                                  "message": "not JSON", "value": "<img src=x>"}]}],
+        "paths": {"quarantine": "/lake/quarantine/orders/batch_date=2026-11-02/batch_id=20261102"},
+    })
+    return the_lake
+
+
+def test_the_batches_page_lists_recent_batches_newest_first_with_links_and_chart(lake):
+    html = pages.batches_page(lake, DATASETS)
+    assert html.index("20261102") < html.index("20261101")  # newest first
+    assert 'href="datasets/orders/batches/20261102"' in html
+    assert "<td class=held>held</td>" in html and "<td class=n>30.00%</td>" in html
+    assert "40&nbsp;&nbsp;json.invalid" in html
+    assert "&lt;b&gt;rule&lt;/b&gt;" in html and "<b>rule</b>" not in html
+    assert 'src="datasets/orders/trend.png?since=2026-11-01"' in html
+    assert "quarantined over the last 2 batches, rising" in html
+
+
+def test_the_trend_on_the_page_covers_the_batches_shown(lake):
+    html = pages.batches_page(lake, DATASETS, limit=1)
+    assert "20261101" not in html and 'trend.png?since=2026-11-02"' in html
+    assert "30.00% quarantined over the last batch, not rising" in html
+
+
+def test_the_drill_down_shows_the_final_verdict_reasons_and_escaped_samples(lake):
+    html = pages.batch_page(lake, DATASETS, "orders", "20261102")
+    assert 'class="verdict held">held<' in html and "<b>30.00%</b>" in html
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; \\xc3(" in html
+    assert "<script>" not in html and "<img src=x>" not in html
+    assert "file:/in/part-1.jsonl:7" in html and "<td class=n>40</td><td>json.invalid</td>" in html
+
+
+def test_a_batch_without_summary_still_shows_its_ledger_record(lake):
+    html = pages.batch_page(lake, DATASETS, "orders", "20261101")
+    assert 'class="verdict published">published<' in html and "No sample." in html
+
+
+@pytest.mark.parametrize("dataset, batch_id, message", [
+    ("payments", "20261101", "not in the registry"),
+    ("orders", "20261199", "has no batch '20261199'"),
+    ("orders", "../etc", "must match"),
+])
+def test_an_unknown_dataset_or_batch_is_not_found_with_what_is_wrong(lake, dataset, batch_id, message):
+    with pytest.raises(pages.PageNotFound, match=message):
+        pages.batch_page(lake, DATASETS, dataset, batch_id)
+
+
+def test_the_chart_of_a_date_range(lake):
+    assert pages.trend_png(lake, DATASETS, "orders", since="2026-11-02").startswith(b"\x89PNG")
