@@ -7,6 +7,10 @@ The demo drops two generated orders batches into the inbox of the lake (FOODTAST
 default ./data/lake): a clean day and a poisoned one, runs the DAG for each date and
 prints what happened: published or held, counts, top reasons, where the alert went.
 Running it again reuses the same batches (landing never takes a file twice).
+
+When NATS JetStream answers (FOODTASTER_DEMO_NATS, default nats://127.0.0.1:4222), the demo
+also runs `orders_stream`, the orders contract fed from a JetStream stream: it publishes a
+sample batch of today to the stream and runs that dataset's DAG for today.
 """
 
 from __future__ import annotations
@@ -35,10 +39,64 @@ DEMO_BATCHES = (
 )
 MESSAGES = 500
 STANDALONE_DATABASE = "foodtaster_airflow"
+STREAM_DATASET = "orders_stream"
+NATS_URL = os.environ.get("FOODTASTER_DEMO_NATS", "nats://127.0.0.1:4222")
+NATS_STREAM, NATS_SUBJECT = "FOODTASTER_DEMO_ORDERS", "foodtaster.demo.orders"
 
 
 def local_airflow(port: int = 8080, db_url: str | None = None) -> LocalAirflow:
     return LocalAirflow(home=AIRFLOW_HOME, lake=lake_root(), api_port=port, db_url=db_url)
+
+
+def stream_registry() -> Path:
+    """pipeline.yaml plus `orders_stream`: the orders contract, fed from the demo's stream."""
+    import yaml
+
+    document = yaml.safe_load((PROJECT_ROOT / "pipeline.yaml").read_text())
+    document["datasets"][STREAM_DATASET] = {
+        **document["datasets"][DATASET], "schedule": None,
+        "description": "Order events read from a NATS JetStream stream (the demo).",
+        "source": {"kind": "nats", "url": NATS_URL, "stream": NATS_STREAM,
+                   "subject": f"{NATS_SUBJECT}.>", "durable": "foodtaster-demo"},
+    }
+    path = AIRFLOW_HOME / "pipeline-with-stream.yaml"
+    AIRFLOW_HOME.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def publish_stream_batch(date: str) -> int | str:
+    """Publish a generated batch of `date` to the demo's stream; the count, or why not."""
+    import asyncio
+    import tempfile
+
+    from foodtaster.sample import generate_batch
+
+    async def publish(lines: list[bytes]) -> int:
+        import nats
+
+        async def quiet(_error: Exception) -> None:
+            return None
+
+        client = await asyncio.wait_for(
+            nats.connect(NATS_URL, connect_timeout=2, allow_reconnect=False, error_cb=quiet), 5)
+        try:
+            js = client.jetstream()
+            await js.add_stream(name=NATS_STREAM, subjects=[f"{NATS_SUBJECT}.>"])
+            for line in lines:
+                await js.publish(f"{NATS_SUBJECT}.checkout", line)
+            return len(lines)
+        finally:
+            await client.close()
+
+    with tempfile.TemporaryDirectory() as folder:
+        batch = generate_batch(Path(folder), messages=MESSAGES, batch_date=date, files=1,
+                               gzip_files=0, poison_rate=0.05, seed=22, max_message_bytes=64 * 1024)
+        lines = (Path(folder) / batch.files[0]).read_bytes().splitlines()
+    try:
+        return asyncio.run(publish(lines))
+    except Exception as err:  # noqa: BLE001 - any failure: the broker is not there to demo
+        return f"NATS at {NATS_URL} does not answer ({err!r})"
 
 
 def standalone_database() -> str | None:
@@ -119,8 +177,36 @@ def demo() -> int:
         print("\n".join(outcome(lake, date, run)))
         print(f"  took {time.perf_counter() - run_started:.0f}s")
         failed += run["state"] != "success"
+    failed += stream_demo(af, lake, logs)
     print(f"\nDone in {time.perf_counter() - started:.0f}s. The UI: make airflow")
     return 1 if failed else 0
+
+
+def stream_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
+    """Run `orders_stream` for today from the demo's JetStream stream; 1 if the run failed."""
+    from datetime import UTC, datetime
+
+    from foodtaster.state import ledger
+
+    date = datetime.now(UTC).date().isoformat()
+    published = publish_stream_batch(date)
+    if isinstance(published, str):
+        print(f"\n{published}: the JetStream demo is skipped, the file demo above ran alone.")
+        return 0
+    af.registry = stream_registry()
+    dag_id = f"foodtaster_{STREAM_DATASET}"
+    log = logs / f"{dag_id}-{date}.log"
+    print(f"\nPublished {published} messages to JetStream stream {NATS_STREAM} ({NATS_URL}).\n"
+          f"airflow dags test {dag_id} {date}   (landed from the stream; log: {log})", flush=True)
+    run = af.dags_test(dag_id, date, log=log)
+    print(f"run {run['run_id']}: {run['state'].upper()}  "
+          + " ".join(f"{task}={state}" for task, state in run["tasks"].items()))
+    for entry in ledger.batch_entries(lake, STREAM_DATASET)[-1:]:
+        print(f"  batch {entry['batch_id']}: {entry['verdict'].upper()} - {entry['messages']} messages, "
+              f"{entry['valid']} valid, {entry['quarantined']} quarantined, "
+              f"{entry['duplicates_dropped']} duplicates dropped; _source_file nats://{NATS_STREAM}/..., "
+              "_line_number the stream sequence")
+    return int(run["state"] != "success")
 
 
 def standalone(port: int) -> int:

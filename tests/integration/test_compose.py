@@ -114,6 +114,14 @@ def test_connections_are_preset_and_parse_as_airflow_connections(resolved):
     assert resolved["services"]["mailpit"]["image"].startswith("axllent/mailpit")
 
 
+def test_a_jetstream_broker_keeps_its_streams_in_a_volume(resolved):
+    nats = resolved["services"]["nats"]
+    assert nats["image"].startswith("nats:") and "--jetstream" in nats["command"]
+    assert any(str(v).startswith("nats-data:/data") or (isinstance(v, dict) and v.get("target") == "/data")
+               for v in nats["volumes"])
+    assert "4222" in str(nats["ports"])
+
+
 def test_spark_workers_join_the_master_and_share_the_lake(resolved):
     services = resolved["services"]
     assert "org.apache.spark.deploy.master.Master" in services["spark-master"]["command"]
