@@ -11,7 +11,6 @@ import datetime as dt
 import functools
 import html
 import json
-import logging
 import os
 import re
 import tempfile
@@ -21,7 +20,7 @@ from typing import Any
 import fsspec
 from pyspark.sql import DataFrame
 
-log = logging.getLogger(__name__)
+from foodtaster.logs import batch_logger
 
 
 def batch_parameters(batch_date: str) -> dict[str, Any]:
@@ -205,6 +204,11 @@ def run_gate(
             fs.rm(target, recursive=True)
         fs.put(docs_dir.rstrip("/") + "/", target, recursive=True)
         gate["data_docs"] = data_docs_uri.rstrip("/") + "/" + BATCH_PAGE
+    batch_logger(__name__, dataset, batch_id).event(
+        "gate", suite=document["name"], passed=gate["passed"],
+        failed=",".join(f"{r['expectation']}({r['column'] or ''})" for r in gate["failed"]) or "-",
+        data_docs=gate["data_docs"] or "-",
+    )
     return gate
 
 

@@ -48,10 +48,14 @@ def test_a_good_batch_passes_every_expectation(good):
     assert 200 <= median["values"][0] <= 210  # 5 + (0..399): the true median is 204.5
 
 
-def test_a_repeated_message_id_fails_the_gate(spark):
+def test_a_repeated_message_id_fails_the_gate(spark, caplog):
+    caplog.set_level("INFO", logger="foodtaster")
     result = gate(spark, valid_rows(spark, message_id=lambda i: f"m-{min(i, ROWS - 2)}"), "dup")
     assert not result["passed"]
     assert failed(result) == [("expect_column_proportion_of_unique_values_to_be_between", "message_id")]
+    [line] = [r.getMessage() for r in caplog.records if "event=gate" in r.getMessage()]
+    assert line.startswith("dataset=orders batch=dup ") and "passed=False" in line
+    assert "failed=expect_column_proportion_of_unique_values_to_be_between(message_id)" in line
 
 
 @pytest.mark.parametrize("amount", [0.5, 20_000.0], ids=["median-too-low", "median-too-high"])
