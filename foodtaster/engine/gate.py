@@ -61,6 +61,12 @@ def suite_columns(document: dict[str, Any]) -> list[str] | None:
     return list(dict.fromkeys(columns))
 
 
+def _error(info: dict[str, Any] | None) -> str | None:
+    """GX's message when an expectation could not be computed (it then only says "failed")."""
+    infos = [info or {}, *[v for v in (info or {}).values() if isinstance(v, dict)]]
+    return next((i.get("exception_message") for i in infos if i.get("raised_exception")), None)
+
+
 def _jsonable(value: Any) -> Any:
     try:
         json.dumps(value)
@@ -183,6 +189,7 @@ def run_gate(
                     "success": bool(result.success),
                     "observed": _jsonable(result.result.get("observed_value")),
                     "unexpected_percent": _jsonable(result.result.get("unexpected_percent")),
+                    "error": _error(result.exception_info),
                 }
             )
     gate = {
@@ -239,19 +246,22 @@ def batch_page(gate: dict[str, Any], document: dict[str, Any], dataset: str, bat
     the verdict; links go to GX's own pages in the same folder.
     """
     suite = {(e["type"], e.get("kwargs", {}).get("column")): e for e in document["expectations"]}
+    parameters = batch_parameters(batch_date)
     rows = []
     for result in gate["results"]:
         expectation = suite.get((result["expectation"], result["column"]), {})
-        reason = expectation.get("meta", {}).get("why", "")
-        shown = {k: v for k, v in expectation.get("kwargs", {}).items() if k != "column"}
-        unexpected = result["unexpected_percent"]
+        arguments = {k: _resolved(v, parameters) for k, v in expectation.get("kwargs", {}).items()
+                     if k != "column"}
+        observed = _h(json.dumps(result["observed"], default=str))
+        if result["error"]:
+            observed += f"<br>error: {_h(result['error'])}"
+        unexpected = "" if result["unexpected_percent"] is None else f"{result['unexpected_percent']:.4g}%"
         rows.append(
             f'<tr class="{"ok" if result["success"] else "failed"}">'
             f"<td>{'passed' if result['success'] else 'FAILED'}</td>"
             f"<td>{_h(result['expectation'])}</td><td>{_h(result['column'] or '')}</td>"
-            f"<td><code>{_h(json.dumps(shown, default=str))}</code></td>"
-            f"<td>{_h(result['observed'])}</td>"
-            f"<td>{'' if unexpected is None else _h(f'{unexpected:.4g}%')}</td><td>{_h(reason)}</td></tr>"
+            f"<td><code>{_h(json.dumps(arguments, default=str))}</code></td><td>{observed}</td>"
+            f"<td>{unexpected}</td><td>{_h(expectation.get('meta', {}).get('why', ''))}</td></tr>"
         )
     verdict = "passed" if gate["passed"] else "FAILED: the batch is held"
     return f"""<!DOCTYPE html>
@@ -282,6 +292,13 @@ tr.failed td {{ background: #fde2e2; }} tr.ok td:first-child {{ color: #176b2c; 
 <a href="index.html">Data Docs index</a></p>
 </body></html>
 """
+
+
+def _resolved(value: Any, parameters: dict[str, Any]) -> Any:
+    """A suite argument with its `{"$PARAMETER": name}` replaced by this batch's value."""
+    if isinstance(value, dict) and set(value) == {"$PARAMETER"}:
+        return parameters.get(value["$PARAMETER"], value)
+    return value
 
 
 def _h(value: Any) -> str:

@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, StringType, StructField, StructType, TimestampType
 
 from foodtaster.engine.gate import BATCH_PAGE, run_gate
@@ -95,3 +96,13 @@ def test_the_batch_page_and_gx_name_the_batch_and_the_dataset(good):
     assert "Data asset: orders" in gx_page
     assert "__none__" not in gx_page
     assert f'href="{validation.relative_to(docs).as_posix()}"' in (docs / BATCH_PAGE).read_text()
+
+
+def test_an_expectation_gx_cannot_compute_fails_with_its_reason(spark, tmp_path):
+    rows = valid_rows(spark).withColumn("created_at", F.col("created_at").cast("string"))
+    result = gate(spark, rows, "text-times", tmp_path / "docs")
+    [failure] = result["failed"]
+    assert failure["column"] == "created_at" and "StringType" in failure["error"]
+    page = text_of(tmp_path / "docs" / BATCH_PAGE)
+    assert "error: ColumnValuesBetween metrics cannot be computed" in page
+    assert '"min_value": "2026-11-19 00:00:00"' in page.replace("&quot;", '"')  # the batch's window, resolved
