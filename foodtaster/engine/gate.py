@@ -13,6 +13,7 @@ import html
 import json
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -211,6 +212,7 @@ def run_gate(
             fs.rm(target, recursive=True)
         fs.put(docs_dir.rstrip("/") + "/", target, recursive=True)
         gate["data_docs"] = data_docs_uri.rstrip("/") + "/" + BATCH_PAGE
+    shutil.rmtree(docs_dir, ignore_errors=True)  # a local copy; the docs live at data_docs_uri
     batch_logger(__name__, dataset, batch_id).event(
         "gate", suite=document["name"], passed=gate["passed"],
         failed=",".join(f"{r['expectation']}({r['column'] or ''})" for r in gate["failed"]) or "-",
