@@ -11,8 +11,9 @@ then every round runs, in this order:
   was: ...     the suite before, whole, and the expectations it replaced, alone, for the record
                (`--skip-was` leaves them out).
 
-Rounds are interleaved so a slow spell of the shared machine hits every variant; each variant's
-median and fastest of `--repeat` runs are printed with the load average around each run.
+Rounds are interleaved so a slow spell of the shared machine hits every variant, the order after
+the floor rotating from round to round; each variant's median and fastest of `--repeat` runs are
+printed with the load average around each run.
 
 Run: `.venv/bin/python bench/bench_gate.py [--messages N] [--repeat R]` (see bench/README.md).
 """
@@ -147,8 +148,13 @@ def _bench(args: argparse.Namespace, workdir: Path) -> int:
         variants[name] = lambda path=path, i=i: gate_run(spark, staged, path, out / f"docs-{i}", f"bench-{i}")
 
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
+    # The floor opens every round; the others rotate, so no variant always runs just after the
+    # floor's writes (seen here: whichever GX run came first after it was the slowest).
+    others = [name for name in variants if name != "floor"]
     for round_ in range(1, args.repeat + 1):
-        for name, action in variants.items():
+        shift = (round_ - 1) % len(others)
+        for name in ["floor", *others[shift:], *others[:shift]]:
+            action = variants[name]
             before = bv.load()
             mark = time.perf_counter()
             extra = action()
