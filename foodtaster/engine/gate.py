@@ -8,9 +8,12 @@ batch are `{"$PARAMETER": name}` in the suite and come from `batch_parameters`.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import html
 import json
-import logging
 import os
+import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,7 @@ from typing import Any
 import fsspec
 from pyspark.sql import DataFrame
 
-log = logging.getLogger(__name__)
+from foodtaster.logs import batch_logger
 
 
 def batch_parameters(batch_date: str) -> dict[str, Any]:
@@ -59,6 +62,12 @@ def suite_columns(document: dict[str, Any]) -> list[str] | None:
     return list(dict.fromkeys(columns))
 
 
+def _error(info: dict[str, Any] | None) -> str | None:
+    """GX's message when an expectation could not be computed (it then only says "failed")."""
+    infos = [info or {}, *[v for v in (info or {}).values() if isinstance(v, dict)]]
+    return next((i.get("exception_message") for i in infos if i.get("raised_exception")), None)
+
+
 def _jsonable(value: Any) -> Any:
     try:
         json.dumps(value)
@@ -67,18 +76,64 @@ def _jsonable(value: Any) -> Any:
         return float(value) if hasattr(value, "__float__") else str(value)
 
 
+QUANTILE_WITHIN_ERROR = "expect_column_quantile_values_to_be_between_within_error"
+
+
+@functools.cache
+def _register_expectations() -> None:
+    """Register the one expectation the suites use that GX 1.24 does not ship as such.
+
+    GX's `expect_column_quantile_values_to_be_between` asks Spark for `approxQuantile` with
+    `allow_relative_error` as the relative error, but types that field `bool | str`: a number
+    becomes the string "0.01", and the Spark metric then refuses anything but a float, so on
+    Spark the expectation can only be exact. Its verdicts are also numpy booleans, which the
+    validation results store cannot serialise. This subclass widens the field to keep the
+    number and turns the verdicts into Python booleans; the metric and the verdict are GX's.
+    """
+    from typing import Union
+
+    from great_expectations.compatibility import pydantic
+    from great_expectations.core.suite_parameters import SuiteParameterDict
+    from great_expectations.expectations.core.expect_column_quantile_values_to_be_between import (
+        ExpectColumnQuantileValuesToBeBetween,
+    )
+
+    class ExpectColumnQuantileValuesToBeBetweenWithinError(ExpectColumnQuantileValuesToBeBetween):
+        allow_relative_error: Union[float, bool, str, SuiteParameterDict] = pydantic.Field(  # noqa: UP007
+            default=False,
+            description="Spark's approxQuantile relative error: a number between 0 and 1, or False (exact).",
+        )
+
+        def _validate(self, metrics, runtime_configuration=None, execution_engine=None):  # noqa: ANN001, ANN202
+            outcome = super()._validate(metrics, runtime_configuration, execution_engine)
+            details = outcome["result"]["details"]
+            details["success_details"] = [bool(ok) for ok in details["success_details"]]
+            return {**outcome, "success": bool(outcome["success"])}
+
+    # This module's annotations are strings (`from __future__ import annotations`): resolve them here.
+    ExpectColumnQuantileValuesToBeBetweenWithinError.update_forward_refs(
+        Union=Union, SuiteParameterDict=SuiteParameterDict
+    )
+    assert ExpectColumnQuantileValuesToBeBetweenWithinError.expectation_type == QUANTILE_WITHIN_ERROR
+
+
 def run_gate(
     valid_rows: DataFrame, suite_path: str | Path, dataset: str, batch_id: str, batch_date: str,
     data_docs_uri: str | None = None,
 ) -> dict[str, Any]:
     """Validate the valid rows against the suite; returns `passed`, `failed` and `results`.
 
-    Data Docs are built in a local folder and copied to `data_docs_uri` (any fsspec URI).
+    The GX run is named after the batch and its asset after the dataset, so Data Docs list
+    them by the names an operator greps for. Data Docs are built in a local folder, made
+    readable offline (`offline_docs`) and copied to `data_docs_uri` (any fsspec URI); the
+    returned `data_docs` is the batch's own page there.
     """
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
     import great_expectations as gx
+    from great_expectations.core.run_identifier import RunIdentifier
     from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
 
+    _register_expectations()
     document = load_suite(suite_path)
     columns = suite_columns(document)
     if columns is not None:
@@ -87,7 +142,7 @@ def run_gate(
     context.variables.progress_bars = {"globally": False}
     docs_dir = tempfile.mkdtemp(prefix="foodtaster-docs-")
     context.add_data_docs_site(
-        "batch",
+        DOCS_SITE,
         {
             "class_name": "SiteBuilder",
             "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": docs_dir},
@@ -112,16 +167,20 @@ def run_gate(
     checkpoint = context.checkpoints.add(
         gx.Checkpoint(
             name=f"{dataset}-gate", validation_definitions=[definition],
-            actions=[gx.checkpoint.UpdateDataDocsAction(name="data_docs")],
             result_format={"result_format": "BASIC"},
         )
     )
     outcome = checkpoint.run(
         batch_parameters={"dataframe": valid_rows},
         expectation_parameters=batch_parameters(batch_date),
+        run_id=RunIdentifier(run_name=batch_id, run_time=dt.datetime.now(dt.UTC)),
     )
     results = []
-    for run in outcome.run_results.values():
+    for key, run in outcome.run_results.items():
+        # A dataframe asset's batch spec carries no asset name, and Data Docs read it from there
+        # ("Data asset: None"); the result is stored again with it before the docs are built.
+        run.meta.setdefault("batch_spec", {})["data_asset_name"] = dataset
+        context.validation_results_store.set(key, run)
         for result in run.results:
             config = result.expectation_config
             results.append(
@@ -131,17 +190,118 @@ def run_gate(
                     "success": bool(result.success),
                     "observed": _jsonable(result.result.get("observed_value")),
                     "unexpected_percent": _jsonable(result.result.get("unexpected_percent")),
+                    "error": _error(result.exception_info),
                 }
             )
-    if data_docs_uri:
-        fs, target = fsspec.core.url_to_fs(data_docs_uri)
-        if fs.exists(target):
-            fs.rm(target, recursive=True)
-        fs.put(docs_dir.rstrip("/") + "/", target, recursive=True)
-    return {
+    gate = {
         "suite": document["name"],
         "passed": bool(outcome.success),
         "failed": [r for r in results if not r["success"]],
         "results": results,
-        "data_docs": (data_docs_uri.rstrip("/") + "/index.html") if data_docs_uri else None,
+        "data_docs": None,
     }
+    if data_docs_uri:
+        context.build_data_docs(site_names=[DOCS_SITE])
+        offline_docs(Path(docs_dir))
+        pages = sorted(p.relative_to(docs_dir).as_posix()
+                       for p in Path(docs_dir, "validations").rglob("*.html"))
+        page = batch_page(gate, document, dataset, batch_id, batch_date, pages)
+        (Path(docs_dir) / BATCH_PAGE).write_text(page, encoding="utf-8")
+        fs, target = fsspec.core.url_to_fs(data_docs_uri)
+        if fs.exists(target):
+            fs.rm(target, recursive=True)
+        fs.put(docs_dir.rstrip("/") + "/", target, recursive=True)
+        gate["data_docs"] = data_docs_uri.rstrip("/") + "/" + BATCH_PAGE
+    shutil.rmtree(docs_dir, ignore_errors=True)  # a local copy; the docs live at data_docs_uri
+    batch_logger(__name__, dataset, batch_id).event(
+        "gate", suite=document["name"], passed=gate["passed"],
+        failed=",".join(f"{r['expectation']}({r['column'] or ''})" for r in gate["failed"]) or "-",
+        data_docs=gate["data_docs"] or "-",
+    )
+    return gate
+
+
+DOCS_SITE = "batch"
+BATCH_PAGE = "gate.html"
+# Data Docs pull Bootstrap, jQuery, Vega and GX's logos from public CDNs; offline they hang or
+# render unstyled. These tags are dropped; the pages keep GX's own stylesheet (copied under
+# static/) and the batch page below carries everything it needs inline.
+_REMOTE_TAG = re.compile(
+    r"<(?:link|script|img)\b[^>]*?(?:href|src)\s*=\s*[\"']https?://[^>]*>(?:\s*</script>)?",
+    re.IGNORECASE | re.DOTALL,
+)
+_REMOTE_CSS_URL = re.compile(r"url\(\s*[\"']?https?://[^)]*\)", re.IGNORECASE)
+
+
+def offline_docs(folder: Path) -> None:
+    """Drop every style, script and image the Data Docs pages would fetch from the network."""
+    for page in [*folder.rglob("*.html"), *folder.rglob("*.css")]:
+        text = page.read_text(encoding="utf-8")
+        page.write_text(_REMOTE_CSS_URL.sub("none", _REMOTE_TAG.sub("", text)), encoding="utf-8")
+
+
+def batch_page(gate: dict[str, Any], document: dict[str, Any], dataset: str, batch_id: str,
+               batch_date: str, validation_pages: list[str]) -> str:
+    """The gate's verdict for one batch as a page that needs no network and no script.
+
+    One row an expectation: what it checks, why (the suite's `meta`), what GX observed, and
+    the verdict; links go to GX's own pages in the same folder.
+    """
+    suite = {(e["type"], e.get("kwargs", {}).get("column")): e for e in document["expectations"]}
+    parameters = batch_parameters(batch_date)
+    rows = []
+    for result in gate["results"]:
+        expectation = suite.get((result["expectation"], result["column"]), {})
+        arguments = {k: _resolved(v, parameters) for k, v in expectation.get("kwargs", {}).items()
+                     if k != "column"}
+        observed = _h(json.dumps(result["observed"], default=str))
+        if result["error"]:
+            observed += f"<br>error: {_h(result['error'])}"
+        unexpected = "" if result["unexpected_percent"] is None else f"{result['unexpected_percent']:.4g}%"
+        rows.append(
+            f'<tr class="{"ok" if result["success"] else "failed"}">'
+            f"<td>{'passed' if result['success'] else 'FAILED'}</td>"
+            f"<td>{_h(result['expectation'])}</td><td>{_h(result['column'] or '')}</td>"
+            f"<td><code>{_h(json.dumps(arguments, default=str))}</code></td><td>{observed}</td>"
+            f"<td>{unexpected}</td><td>{_h(expectation.get('meta', {}).get('why', ''))}</td></tr>"
+        )
+    verdict = "passed" if gate["passed"] else "FAILED: the batch is held"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{_h(dataset)} {_h(batch_id)}: batch gate {verdict}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em; color: #222; }}
+table {{ border-collapse: collapse; }}
+th, td {{ border: 1px solid #ccc; padding: .3em .6em; text-align: left; }}
+tr.failed td {{ background: #fde2e2; }} tr.ok td:first-child {{ color: #176b2c; }}
+.verdict {{ font-size: 1.3em; }} code {{ font-size: .9em; }}
+</style></head><body>
+<h1>Batch gate: {_h(dataset)}</h1>
+<p class="verdict">{_h(verdict)}</p>
+<dl>
+<dt>dataset (GX data asset)</dt><dd>{_h(dataset)}</dd>
+<dt>batch (GX run name)</dt><dd>{_h(batch_id)}</dd>
+<dt>batch date</dt><dd>{_h(batch_date)}</dd>
+<dt>expectation suite</dt><dd>{_h(gate["suite"])}</dd>
+</dl>
+<table><thead><tr><th>verdict</th><th>expectation</th><th>column</th><th>arguments</th><th>observed</th>
+<th>unexpected</th><th>why</th></tr></thead>
+<tbody>
+{chr(10).join(rows)}
+</tbody></table>
+<p>Great Expectations' own pages (their layout needs network; their content does not):
+{" ".join(f'<a href="{_h(p)}">validation result</a>' for p in validation_pages)}
+<a href="index.html">Data Docs index</a></p>
+</body></html>
+"""
+
+
+def _resolved(value: Any, parameters: dict[str, Any]) -> Any:
+    """A suite argument with its `{"$PARAMETER": name}` replaced by this batch's value."""
+    if isinstance(value, dict) and set(value) == {"$PARAMETER"}:
+        return parameters.get(value["$PARAMETER"], value)
+    return value
+
+
+def _h(value: Any) -> str:
+    return html.escape(str(value))

@@ -155,7 +155,7 @@ def test_summary_gate_and_data_docs(tasted):
     run, summary = tasted
     assert summary["gate"]["suite"] == "orders"
     assert {r["expectation"] for r in summary["gate"]["results"]} >= {
-        "expect_table_row_count_to_be_between", "expect_column_median_to_be_between"}
+        "expect_table_row_count_to_be_between", "expect_column_quantile_values_to_be_between_within_error"}
     assert Path(summary["paths"]["data_docs"]).is_file()
     assert 0 < summary["quarantine_rate"] < 1
     assert summary["samples"] and all("raw" in s and s["reasons"] for s in summary["samples"])

@@ -174,7 +174,7 @@ def test_the_job_judges_a_broker_batch_with_the_brokers_lineage(spark, stream, t
     from foodtaster.registry import get_dataset
     from foodtaster.sample import generate_batch
 
-    generated = generate_batch(tmp_path / "gen", messages=300, seed=5, poison_rate=0.2, files=1,
+    generated = generate_batch(tmp_path / "gen", messages=300, seed=5, poison_rate=0.1, files=1,
                                gzip_files=0, max_message_bytes=4096)
     lines = (tmp_path / "gen" / generated.files[0]).read_bytes().splitlines()
     extra = [b'{"message_id": "nl-1",\n "amount": 1}', b"\xc3\x28 broken utf-8", b""]
