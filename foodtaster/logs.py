@@ -15,11 +15,15 @@ def _render(value: Any) -> str:
 class BatchLogger(logging.LoggerAdapter):
     """Prefixes every line with dataset=<name> batch=<id>; extra fields become key=value."""
 
-    def process(self, msg: str, kwargs: Any) -> tuple[str, Any]:
+    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
+        if not self.isEnabledFor(level):
+            return
         fields = kwargs.pop("fields", {}) or {}
         context = " ".join(f"{k}={_render(v)}" for k, v in {**self.extra, **fields}.items())
-        context = context.replace("%", "%%")  # values are data, never format directives
-        return f"{context} {msg}" if context else msg, kwargs
+        if args:  # the line is %-formatted: values are data, never format directives
+            context = context.replace("%", "%%")
+        kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 1  # the caller's line, not this one
+        self.logger.log(level, f"{context} {msg}" if context else msg, *args, **kwargs)
 
     def event(self, event: str, **fields: Any) -> None:
         self.info("event=%s", event, fields=fields)

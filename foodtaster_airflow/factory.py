@@ -28,6 +28,7 @@ import pendulum
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRule, task
 
 from foodtaster.registry import PROJECT_ROOT, DatasetConfig, load_registry
+from foodtaster.state.lake import BATCH_ID_PATTERN
 from foodtaster_airflow import steps
 from foodtaster_airflow.spark_submit import ValidateBatchOperator
 
@@ -51,12 +52,40 @@ def dag_id_for(dataset: str) -> str:
 
 
 def valid_asset(dataset: str) -> Asset:
-    """The dataset's published valid data: downstream DAGs schedule on it."""
-    return Asset(
-        name=f"foodtaster_{dataset}_valid",
-        uri=f"foodtaster://valid/{dataset}",
-        group="foodtaster",
-    )
+    """The dataset's published valid data: downstream DAGs schedule on it.
+
+    Named by its URI: the Assets view's search matches names only, and the URI is the
+    name the README, the logs and downstream DAGs use.
+    """
+    uri = f"foodtaster://valid/{dataset}"
+    return Asset(name=uri, uri=uri, group="foodtaster")
+
+
+def run_params(dataset: str) -> dict[str, Param]:
+    """The trigger form's params; the form checks them before a run is created."""
+    return {
+        "batch_id": Param(
+            None,
+            type=["null", "string"],
+            pattern=BATCH_ID_PATTERN.pattern,
+            title="Batch id to reprocess",
+            description=(
+                "Reprocess one landed batch (its raw partition) instead of landing the "
+                "interval's new inbox files: YYYYMMDD as landed by a daily run, YYYYMMDDHH "
+                "by an hourly one. Empty: land the run's date."
+            ),
+        ),
+        "batch_date": Param(
+            None,
+            type=["null", "string"],
+            format="date",
+            title="Inbox date",
+            description=(
+                f"Land the inbox folder inbox/{dataset}/dt=<date>/ of this date. Empty: the "
+                "run's data interval (for a date range, create a backfill)."
+            ),
+        ),
+    }
 
 
 def _schedule(config: DatasetConfig):
@@ -99,27 +128,7 @@ def build_dag(config: DatasetConfig) -> DAG:
         catchup=False,
         default_args=DEFAULT_ARGS,
         tags=["foodtaster", dataset],
-        params={
-            "batch_id": Param(
-                None,
-                type=["null", "string"],
-                title="Batch id to reprocess",
-                description=(
-                    "Reprocess one landed batch (its raw partition) instead of landing the "
-                    "interval's new inbox files. Empty: land the run's date."
-                ),
-            ),
-            "batch_date": Param(
-                None,
-                type=["null", "string"],
-                format="date",
-                title="Inbox date",
-                description=(
-                    "Land `inbox/<dataset>/dt=<date>/` of this date. Empty: the run's data "
-                    "interval (for a date range, create a backfill)."
-                ),
-            ),
-        },
+        params=run_params(dataset),
     ) as dag:
 
         # One landing of the dataset at a time, across all its runs: landing reads, updates and
@@ -129,7 +138,10 @@ def build_dag(config: DatasetConfig) -> DAG:
         def land(**context) -> dict:
             params = context["params"]
             date, hour = steps.run_interval(context, params, config.schedule)
-            return steps.land(dataset, date, hour, params.get("batch_id"))
+            landed = steps.land(dataset, date, hour, params.get("batch_id"))
+            steps.note_run(dataset, landed["batch_id"], dag.dag_id, context["run_id"],
+                           steps.landing_note(landed))
+            return landed
 
         @task.short_circuit(task_id="has_messages", ignore_downstream_trigger_rules=False)
         def has_messages(landed: dict) -> bool:

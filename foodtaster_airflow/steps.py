@@ -8,16 +8,21 @@ Engine modules are imported inside the functions so parsing a DAG stays light.
 from __future__ import annotations
 
 import logging
+import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foodtaster.registry import DatasetConfig, get_dataset, lake_root
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow import channels
 
+if TYPE_CHECKING:
+    from foodtaster_airflow.rest import AirflowApi
+
 log = logging.getLogger(__name__)
 HOURLY_SCHEDULES = {"@hourly", "0 * * * *"}
 TOP_REASONS = 5
+RUN_NOTE_CHARS = 1000  # Airflow's limit for a run's note
 
 
 class PipelineError(RuntimeError):
@@ -79,15 +84,45 @@ def landed_date(lake: Lake, dataset: str, batch_id: str) -> str:
     import fsspec
 
     fs, path = fsspec.core.url_to_fs(f"{lake.root.rstrip('/')}/raw/{dataset}")
-    matches = fs.glob(f"{path}/batch_date=*/batch_id={batch_id}") if fs.exists(path) else []
-    if not matches:
+    landed = []  # (batch date, batch id) of every raw partition
+    for match in fs.glob(f"{path}/batch_date=*/batch_id=*") if fs.exists(path) else []:
+        *_, day, landed_id = match.rstrip("/").split("/")
+        landed.append((day.removeprefix("batch_date="), landed_id.removeprefix("batch_id=")))
+    dates = sorted({day for day, landed_id in landed if landed_id == batch_id})
+    if not dates:
         raise PipelineError(
-            f"batch {batch_id!r} of {dataset!r} was never landed (no raw partition): "
-            "to land new files, trigger without batch_id"
+            f"batch {batch_id!r} of {dataset!r} was never landed (no raw partition): a batch id "
+            "is YYYYMMDD as a daily run lands it (YYYYMMDDHH hourly); "
+            f"{_landed_near(landed, batch_id)}. To land new files, trigger without batch_id"
         )
-    if len(matches) > 1:
-        raise PipelineError(f"batch {batch_id!r} of {dataset!r} is under several dates: {matches}")
-    return matches[0].rstrip("/").split("/")[-2].removeprefix("batch_date=")
+    if len(dates) > 1:
+        raise PipelineError(f"batch {batch_id!r} of {dataset!r} is under several dates: {dates}")
+    return dates[0]
+
+
+LANDED_NEAR_DAYS = 3  # how far from the asked date a never-landed message looks
+LANDED_SHOWN = 10  # batch ids a never-landed message lists at most
+
+
+def _landed_near(landed: list[tuple[str, str]], batch_id: str) -> str:
+    """The landed batches (id and date) near the date a mistyped batch id names, or the latest
+    ones when it names none: `2026-11-11` and `20261111x` both mean 2026-11-11."""
+    digits = re.sub(r"\D", "", batch_id)[:8]
+    try:
+        asked = datetime.strptime(digits, "%Y%m%d").date() if len(digits) == 8 else None
+    except ValueError:
+        asked = None
+    if asked is None:
+        shown, where = sorted(landed)[-LANDED_SHOWN:], "latest landed"
+    else:
+        shown = sorted(
+            (day, landed_id) for day, landed_id in landed
+            if abs((datetime.strptime(day, "%Y-%m-%d").date() - asked).days) <= LANDED_NEAR_DAYS
+        )[:LANDED_SHOWN]
+        where = f"landed within {LANDED_NEAR_DAYS} days of {asked.isoformat()}"
+    if not shown:
+        return f"none {where}" if landed else "no batch was landed yet"
+    return f"{where}: " + ", ".join(f"{landed_id} ({day})" for day, landed_id in shown)
 
 
 def has_messages(landed: dict[str, Any]) -> bool:
@@ -253,7 +288,8 @@ def ledger(
     batch_ledger.record_batch(lake, dataset, entry)
     log.info("dataset=%s batch=%s event=recorded verdict=%s", dataset, entry["batch_id"],
              entry["verdict"])
-    result = {"entry": entry, "held_streak": 0, "disabled": None}
+    result = {"entry": entry, "held_streak": 0, "disabled": None,
+              "note": note_run(dataset, entry["batch_id"], dag_id, run_id, run_note(entry))}
     if entry["verdict"] != "held":
         return result
     streak = batch_ledger.held_streak(lake, dataset)
@@ -263,6 +299,50 @@ def ledger(
     ):
         result["disabled"] = disable(dataset, dag_id, streak, config, lake)
     return result
+
+
+def run_note(entry: dict[str, Any]) -> str:
+    """The run's note: the batch's verdict first (a held batch stands out in the runs list),
+    then its batch id and inbox date, which Airflow's own run labels do not show."""
+    batch = f"batch {entry['batch_id']}, inbox date {entry['batch_date']}"
+    if entry["verdict"] == "empty":
+        return f"empty: {batch}: no new files in the inbox"
+    rate = (f"{entry['quarantined']} quarantined of {entry['messages']} "
+            f"({float(entry['quarantine_rate']):.2%})")
+    if entry["verdict"] == "held":
+        return f"HELD, not published: {batch}: {rate}; " + "; ".join(entry["why"])
+    return f"published: {batch}: {entry['valid']} valid, {rate}"
+
+
+def landing_note(landed: dict[str, Any]) -> str:
+    """The run's note until the ledger replaces it: a run that fails later still names its batch."""
+    return (f"batch {landed['batch_id']}, inbox date {landed['batch_date']}: "
+            f"{landed['messages']} messages landed")
+
+
+def note_run(dataset: str, batch_id: str, dag_id: str, run_id: str, note: str,
+             api: AirflowApi | None = None) -> bool:
+    """Set the run's note through the REST API (connection `airflow_api`): the task SDK
+    cannot set it. A run never fails over its note: without the API it is only logged."""
+    from urllib.parse import quote
+
+    from foodtaster_airflow.rest import API_CONN_ID, AirflowApi
+
+    if api is None:
+        conn = channels.get_connection(API_CONN_ID)
+        if conn is None:
+            log.info("dataset=%s batch=%s event=run_note_skipped no %r connection; note: %s",
+                     dataset, batch_id, API_CONN_ID, note)
+            return False
+        api = AirflowApi.from_connection(conn)
+    try:
+        api.request("PATCH", f"dags/{dag_id}/dagRuns/{quote(run_id, safe='')}",
+                    params={"update_mask": "note"}, json={"note": note[:RUN_NOTE_CHARS]})
+    except Exception as err:  # noqa: BLE001 - the note is a courtesy, the batch is done
+        log.warning("dataset=%s batch=%s event=run_note_failed run=%s %s; note: %s",
+                    dataset, batch_id, run_id, err, note)
+        return False
+    return True
 
 
 def should_disable(streak: int, disable_after: int) -> bool:

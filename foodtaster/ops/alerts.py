@@ -43,6 +43,7 @@ PATH_LABELS = {
     "report": "Report",
     "data_docs": "Data Docs",
     "valid": "Valid partition",
+    "staged_valid": "Staged valid rows (not published)",
 }
 
 
@@ -168,7 +169,7 @@ def build_batch_alert(
     blocks.extend(
         _sample_block(sample, number, len(samples)) for number, sample in enumerate(samples, 1)
     )
-    blocks.append(_where({**(summary.get("paths") or {}), **paths}))
+    blocks.append(_where(_batch_paths({**(summary.get("paths") or {}), **paths}, verdict)))
     return _alert(dataset, batch_id, "batch", verdict.severity, subject, blocks)
 
 
@@ -299,11 +300,8 @@ def write_alert_file(lake: Lake, alert: Alert) -> str:
     write_text(f"{base}.html", alert.html)
     write_json(f"{base}.json", {**asdict(alert), "slack_payload": alert.slack_payload()})
     log = batch_logger(__name__, alert.dataset, alert.batch_id)
-    # No format args: the subject holds "%" signs, which BatchLogger.event would %-format.
-    log.info("event=alert_written", fields={
-        "kind": alert.kind, "severity": alert.severity, "path": f"{base}.html",
-        "subject": alert.subject,
-    })
+    log.event("alert_written", kind=alert.kind, severity=alert.severity, path=f"{base}.html",
+              subject=alert.subject)
     log.info("alert text follows\n%s", alert.text)
     return f"{base}.html"
 
@@ -330,6 +328,13 @@ def _reason_line(reason: dict[str, Any]) -> str:
     if reason.get("value") is not None:
         line += f" (value: {reason['value']})"
     return line
+
+
+def _batch_paths(paths: dict[str, str], verdict: Verdict) -> dict[str, str]:
+    """The locations that exist once the verdict is carried out: a published batch's valid
+    partition, or a held batch's staged rows (its valid partition is never written)."""
+    gone = "staged_valid" if verdict.publish else "valid"
+    return {key: value for key, value in paths.items() if key != gone}
 
 
 def _where(paths: dict[str, str]) -> _Facts:

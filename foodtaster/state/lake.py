@@ -200,3 +200,19 @@ def remove_dir(uri: str) -> None:
     fs, path = fsspec.core.url_to_fs(uri)
     if fs.exists(path):
         fs.rm(path, recursive=True)
+
+
+def remove_empty_parents(uri: str, levels: int) -> None:
+    """Remove up to `levels` folders above `uri` that are left empty, nearest first.
+
+    A folder another job writes into meanwhile is not empty, and rmdir refuses it.
+    """
+    fs, path = fsspec.core.url_to_fs(uri)
+    for _ in range(levels):
+        path = path.rstrip("/").rsplit("/", 1)[0]
+        try:
+            if not fs.isdir(path) or fs.ls(path, detail=False):
+                return
+            fs.rmdir(path)
+        except OSError:  # written into between the two calls
+            return

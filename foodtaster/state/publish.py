@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from foodtaster.logs import batch_logger
-from foodtaster.state.lake import Lake, exists, fault_point, remove_dir, swap_in
+from foodtaster.state.lake import (
+    Lake,
+    exists,
+    fault_point,
+    remove_dir,
+    remove_empty_parents,
+    swap_in,
+)
 
 
 def publish_batch(lake: Lake, dataset: str, batch_date: str, batch_id: str) -> str:
@@ -19,5 +26,7 @@ def publish_batch(lake: Lake, dataset: str, batch_date: str, batch_id: str) -> s
     swap_in(staged, target)
     fault_point("published")
     remove_dir(staged)  # the previous publication, if there was one
+    # `_staging/batch_date=<date>/` would otherwise stay behind, empty, in every listing
+    remove_empty_parents(staged, levels=2)
     batch_logger(__name__, dataset, batch_id).event("published", path=target)
     return target

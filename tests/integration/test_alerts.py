@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -229,3 +230,33 @@ def test_write_alert_file(tmp_path: Path) -> None:
     # a rerun's alert replaces the file
     write_alert_file(lake, batch_alert(quarantine_rate=0.05))
     assert "5.00%" in Path(path).read_text(encoding="utf-8")
+
+
+STAGED = "/lake/valid/orders/_staging/batch_date=2026-11-20/batch_id=20261120"
+
+
+def test_the_alert_lists_only_the_partitions_that_exist_under_their_titles() -> None:
+    # A held batch is staged, never published; a published one is no longer staged.
+    held = batch_alert(quarantine_rate=0.287, paths={**PATHS, "staged_valid": STAGED})
+    published = batch_alert(paths={**PATHS, "staged_valid": STAGED})
+    for text in (held.text, published.text, *held.slack_sections, *published.slack_sections):
+        assert "staged_valid" not in text
+    assert "Staged valid rows (not published): " + STAGED in held.text
+    assert PATHS["valid"] not in held.text and PATHS["valid"] not in held.html
+    assert "Valid partition:" in published.text and PATHS["valid"] in published.text
+    assert STAGED not in published.text and STAGED not in published.html
+
+
+def test_the_alert_log_line_shows_the_rate_as_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="foodtaster")
+    write_alert_file(Lake(str(tmp_path / "lake")), batch_alert(quarantine_rate=0.287))
+    lines = [record.getMessage() for record in caplog.records
+             if "event=alert_written" in record.getMessage()]
+    assert len(lines) == 1
+    assert "quarantine rate 28.70% (hold_rate 20.00%)" in lines[0]
+    assert "%%" not in lines[0] and lines[0].startswith("dataset=orders batch=20261120 ")
+    # the alert text line is %-formatted with args: it keeps single percent signs too
+    assert any("Quarantine rate:" in r.getMessage() and "28.70% (alert_rate 2.00%" in
+               r.getMessage() for r in caplog.records)

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT_ROOT
 
+from foodtaster.state.lake import BATCH_ID_PATTERN
+
 DAGS_FOLDER = PROJECT_ROOT / "dags"
 PARSE_BUDGET_SECONDS = 5.0
 EXPECTED_TASKS = {"land", "has_messages", "validate", "gate", "publish", "alert", "ledger"}
@@ -61,6 +63,12 @@ PARSE_SCRIPT = textwrap.dedent("""
                 "outlets": [
                     getattr(o, "uri", None) for o in dag.get_task("publish").outlets
                 ],
+                "outlet_names": [
+                    getattr(o, "name", None) for o in dag.get_task("publish").outlets
+                ],
+                "param_schemas": {
+                    key: dag.params.get_param(key).schema for key in dag.params.keys()
+                },
                 "validate": {
                     "retries": dag.get_task("validate").retries,
                     "backoff": bool(dag.get_task("validate").retry_exponential_backoff),
@@ -133,6 +141,9 @@ def test_orders_dag_runs_on_data_intervals_with_params_and_an_asset(bag):
     assert dag["timetable"] == "CronDataIntervalTimetable"
     assert dag["params"] == ["batch_date", "batch_id"]
     assert dag["outlets"] == ["foodtaster://valid/orders"]
+    # one name a person can find: the Assets view's search matches the name
+    assert dag["outlet_names"] == ["foodtaster://valid/orders"]
+    assert dag["param_schemas"]["batch_id"]["pattern"] == BATCH_ID_PATTERN.pattern
     assert dag["doc"] and not dag["catchup"]
     assert "foodtaster" in dag["tags"]
 

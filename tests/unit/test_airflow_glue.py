@@ -54,6 +54,48 @@ def test_a_named_batch_is_found_under_its_date(tmp_path):
         steps.landed_date(lake, "orders", "nope")
 
 
+def test_a_never_landed_batch_id_gets_the_expected_form_and_the_ids_landed_near_its_date(
+    tmp_path,
+):
+    lake = Lake(str(tmp_path))
+    for day in ("2026-11-01", "2026-11-10", "2026-11-12"):
+        (tmp_path / f"raw/orders/batch_date={day}/batch_id={day.replace('-', '')}").mkdir(
+            parents=True)
+    with pytest.raises(steps.PipelineError) as err:
+        steps.landed_date(lake, "orders", "2026-11-11")
+    message = str(err.value)
+    assert "a batch id is YYYYMMDD as a daily run lands it (YYYYMMDDHH hourly)" in message
+    assert ("landed within 3 days of 2026-11-11: 20261110 (2026-11-10), 20261112 (2026-11-12)"
+            in message)
+    assert "20261101" not in message
+    with pytest.raises(steps.PipelineError, match=r"latest landed: 20261101 \(2026-11-01\), "
+                       r"20261110 \(2026-11-10\), 20261112"):
+        steps.landed_date(lake, "orders", "nope")
+    with pytest.raises(steps.PipelineError, match="no batch was landed yet"):
+        steps.landed_date(lake, "payments", "20261111")
+
+
+def test_the_trigger_form_refuses_a_batch_id_no_batch_can_have_and_shows_no_markup():
+    from airflow.sdk.exceptions import ParamValidationError
+
+    from foodtaster.state.lake import BATCH_ID_PATTERN
+    from foodtaster_airflow.factory import run_params, valid_asset
+
+    params = run_params("orders")
+    batch_id = params["batch_id"]
+    assert batch_id.schema["pattern"] == BATCH_ID_PATTERN.pattern
+    for accepted in (None, "20261111", "2026111108"):
+        assert batch_id.resolve(accepted) == accepted
+    for refused in ("2026 11 11", "../20261111", "", "x" * 65):
+        with pytest.raises(ParamValidationError, match="does not match"):
+            batch_id.resolve(refused)
+    for param in params.values():  # the form shows descriptions as plain text
+        assert "`" not in param.description
+    # the Assets view's search matches names: the name is the URI the README gives
+    asset = valid_asset("orders")
+    assert asset.name == asset.uri == "foodtaster://valid/orders"
+
+
 # ---------------------------------------------------------------------- gate
 
 
@@ -110,6 +152,87 @@ def test_ledger_entries_are_accepted_by_the_ledger(tmp_path, outcome):
     ledger.record_batch(lake, "orders", entry)
     (recorded,) = ledger.batch_entries(lake, "orders")
     assert recorded["verdict"] == outcome
+
+
+def test_the_run_note_leads_with_the_verdict_and_names_the_batch_and_its_inbox_date(tmp_path):
+    lake = Lake(str(tmp_path))
+    notes = {}
+    for outcome, changes in [("published", {}), ("empty", {}),
+                             ("held", {"quarantine_rate": 0.3, "quarantined": 30, "valid": 69})]:
+        write_json(lake.summary("orders", "20261120"), summary(**changes))
+        decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
+        published = {"valid": 90} if outcome == "published" else None
+        notes[outcome] = steps.run_note(
+            steps.ledger_entry(landed(lake), decision, published, None, "dag", "run"))
+    assert notes["published"] == (
+        "published: batch 20261120, inbox date 2026-11-20: 90 valid, 9 quarantined of 100 (9.00%)")
+    assert notes["empty"] == "empty: batch 20261120, inbox date 2026-11-20: no new files in the inbox"
+    assert notes["held"].startswith(
+        "HELD, not published: batch 20261120, inbox date 2026-11-20: 30 quarantined of 100 "
+        "(30.00%); quarantine rate 30.00% >= hold_rate")
+    assert steps.landing_note(landed(lake)) == (
+        "batch 20261120, inbox date 2026-11-20: 100 messages landed")
+
+
+class FakeAirflowApi:
+    """A loopback HTTP server answering like Airflow's REST API: a token, then run PATCHes."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests: list[tuple[str, str, dict]] = []
+        seen = self.requests
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self, body: dict) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                sent = json.loads(self.rfile.read(length) or b"{}")
+                seen.append((self.command, self.path, sent))
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:  # noqa: N802
+                self._answer({"access_token": "t0ken"})
+
+            def do_PATCH(self) -> None:  # noqa: N802
+                self._answer({"note": "set"})
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> FakeAirflowApi:
+        import threading
+
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_the_run_note_is_set_on_the_run_through_the_rest_api_and_never_fails_the_run():
+    run_id = "manual__2026-11-20T00:00:00+00:00"
+    with FakeAirflowApi() as server:
+        api = AirflowApi(server.url, "admin", "admin", timeout=5)
+        assert steps.note_run("orders", "20261120", "foodtaster_orders", run_id, "HELD: x",
+                              api=api)
+    assert server.requests[-1] == (
+        "PATCH",
+        "/api/v2/dags/foodtaster_orders/dagRuns/manual__2026-11-20T00%3A00%3A00%2B00%3A00"
+        "?update_mask=note",
+        {"note": "HELD: x"},
+    )
+    # the server is gone: the note is logged, the run goes on
+    assert not steps.note_run("orders", "20261120", "foodtaster_orders", run_id, "HELD: x",
+                              api=AirflowApi(server.url, "admin", "admin", timeout=5))
 
 
 @pytest.mark.parametrize(("streak", "after", "pause"), [

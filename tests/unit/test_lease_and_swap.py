@@ -122,3 +122,34 @@ def test_the_publish_task_publishes_the_judged_run_and_says_so_in_the_summary(la
     assert (Path(path) / "part-0.parquet").read_text() == "rows of run r1" and not staged.exists()
     assert read_json(summary_uri)["published"] is True
     assert not Path(lease_uri(lake, "orders", "b1")).exists()
+
+
+def test_publishing_leaves_no_empty_staging_folders_and_keeps_other_staged_batches(
+    lake: Lake,
+) -> None:
+    from foodtaster.state.publish import publish_batch
+
+    for batch_id in ("2026112000", "2026112001"):
+        staged = Path(lake.staged_valid("orders", "2026-11-20", batch_id))
+        staged.mkdir(parents=True)
+        (staged / "part-0.parquet").write_text(f"rows of {batch_id}")
+    staging = Path(lake.staged_valid("orders", "2026-11-20", "x")).parents[1]
+    assert staging.name == "_staging"
+
+    publish_batch(lake, "orders", "2026-11-20", "2026112000")
+    # the other hour's batch is still staged under the same date: nothing else goes
+    assert [p.name for p in (staging / "batch_date=2026-11-20").iterdir()] == [
+        "batch_id=2026112001"]
+    publish_batch(lake, "orders", "2026-11-20", "2026112001")
+    assert not staging.exists()
+    valid = Path(lake.valid("orders", "2026-11-20", "x")).parent
+    assert sorted(p.name for p in valid.iterdir()) == [
+        "batch_id=2026112000", "batch_id=2026112001"]
+
+    # publishing again (a rerun) swaps the old partition out and still leaves nothing behind
+    staged = Path(lake.staged_valid("orders", "2026-11-20", "2026112000"))
+    staged.mkdir(parents=True)
+    (staged / "part-0.parquet").write_text("rows of the rerun")
+    path = publish_batch(lake, "orders", "2026-11-20", "2026112000")
+    assert (Path(path) / "part-0.parquet").read_text() == "rows of the rerun"
+    assert not staging.exists()
