@@ -24,8 +24,6 @@ import bisect
 import hashlib
 import io
 import json
-import os
-import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,12 +32,11 @@ import fsspec
 
 from foodtaster.logs import batch_logger
 from foodtaster.sources import NatsSource
-from foodtaster.state.lake import Lake, check_batch_id, check_date, exists, read_json, write_json
+from foodtaster.state.lake import Lake, check_batch_id, check_date, exists, fault_point, read_json, write_json
 from foodtaster.state.landing import MANIFEST, LandingResult, batch_id_for
 
 FETCH_BATCH = 1000  # messages asked for in one pull request
 FETCH_TIMEOUT_S = 1.0  # an empty pull waits this long before the stream counts as drained
-PAUSE_ENV = "FOODTASTER_PAUSE_AT"  # tests: block at a named point so they can kill the process there
 
 
 class SourceUnavailable(RuntimeError):
@@ -139,7 +136,7 @@ def land_batch(
             taken, redelivered, beyond = await _fetch(subscription, source, landed, end)
             messages = [_record(message) for message in taken]
             _write(lake, dataset, date, hour, batch_id, source, previous, messages, now)
-            _pause_if_asked("nats.before_ack")
+            fault_point("nats.before_ack")  # a test kills the landing here
             for message in [*taken, *redelivered]:
                 await message.ack()
             for message in beyond:
@@ -256,15 +253,3 @@ def _messages_schema() -> Any:
         ("published_at", pa.timestamp("us", tz="UTC")),
         ("deliveries", pa.int32()),
     ])
-
-
-def _pause_if_asked(point: str) -> None:
-    """Block here for good when a test asked to stop at `point` (it then kills the process)."""
-    if os.environ.get(PAUSE_ENV) != point:
-        return
-    marker = os.environ.get(f"{PAUSE_ENV}_MARKER")
-    if marker:
-        with open(marker, "w") as handle:
-            handle.write(point)
-    while True:
-        time.sleep(60)

@@ -19,8 +19,8 @@ from conftest import PROJECT_ROOT
 from nats_support import NATS_URL, consumer_state, nats_stream, publish  # noqa: F401  (the `stream` fixture)
 
 from foodtaster.sources import NatsSource, SourceConfigError, source_from_entry
-from foodtaster.sources.nats import PAUSE_ENV, SourceUnavailable, land_batch, sequence_ranges
-from foodtaster.state.lake import Lake, read_json
+from foodtaster.sources.nats import SourceUnavailable, land_batch, sequence_ranges
+from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake, read_json
 
 PAYLOADS = [b'{"a": 1}', b'line one\nline two', b"\xff\xfe not utf-8", b"", b"\x00nul", b'{"a": 1}']
 
@@ -64,14 +64,14 @@ def test_a_landing_killed_between_writing_and_acknowledging_loses_and_doubles_no
     lake = Lake(str(tmp_path / "lake"))
     sequences = publish(stream[1], [b'{"n": %d}' % i for i in range(50)])
     source = source_for(stream, ack_wait_seconds=2.0)
-    marker = tmp_path / "paused"
+    marker = tmp_path / "nats.before_ack.reached"
     script = (
         "from foodtaster.sources import NatsSource; from foodtaster.sources.nats import land_batch;"
         "from foodtaster.state.lake import Lake;"
         f"land_batch(NatsSource(url={NATS_URL!r}, stream={source.stream!r}, subject={source.subject!r},"
         f" durable={source.durable!r}, ack_wait_seconds=2.0), Lake({lake.root!r}), 'orders', {today()!r})"
     )
-    env = {**os.environ, PAUSE_ENV: "nats.before_ack", f"{PAUSE_ENV}_MARKER": str(marker),
+    env = {**os.environ, FAULT_AT_ENV: "nats.before_ack", FAULT_DIR_ENV: str(tmp_path),
            "PYTHONPATH": str(PROJECT_ROOT)}
     process = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True)
     try:
