@@ -121,7 +121,8 @@ def recall(lake: Lake, dataset: str, entry: Entry, place: Seen | None = None, *,
                 _at(seen.source_file, seen.line_number))
             quarantine_uri = lake.quarantine(dataset, date, batch_id)
             _rewrite(lake, "quarantine", dataset, date, batch_id, quarantine_uri,
-                     keep=_data_files(quarantine_uri), extra=_quarantine_rows(rows, raw, entry, quarantine_part),
+                     keep=_data_files(quarantine_uri),
+                     extra=_quarantine_rows(rows, raw, entry, quarantine_part),
                      like=(_data_files(quarantine_uri) or hits)[0])
             log.event("recall_quarantined", entry=entry.id, file=seen.source_file, line=seen.line_number)
         fault_point("recall_quarantined")
