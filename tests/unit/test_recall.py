@@ -123,3 +123,16 @@ def test_the_cli_says_what_a_recall_needs(lake):
         env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FOODTASTER_LAKE": lake.root},
         capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--recall needs --batch, --file and --line" in done.stderr
+
+
+def test_a_recall_on_an_object_store_through_fsspec(lake):
+    import fsspec
+
+    memory = fsspec.filesystem("memory")
+    memory.put(f"{lake.root}/", "/recall-lake/", recursive=True)
+    remote = Lake("memory://recall-lake")
+    report_downstream(remote, "orders", batch_id=BATCH, source_file="part-0.jsonl", line_number=1,
+                      why="crashed", reporter="billing", recall=True)
+    assert _lines(remote, "valid") == [3, 4] and _lines(remote, "quarantine") == [1, 2]
+    assert quarantined_rows(remote, "orders", BATCH, rule=RULE)[0]["_raw"] == LINES[0]
+    assert _accounted(ledger.batch_entry(remote, "orders", BATCH))
