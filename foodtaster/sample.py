@@ -76,7 +76,7 @@ class LineTruth:
 
     file: str  # basename inside out_dir
     line: int  # 1-based line number in that file
-    kind: str  # "good", a poison kind, or "redelivery"
+    kind: str  # "good", a poison kind, "redelivery" or "resent"
     expected: str  # "valid" | "quarantined" | "duplicate_dropped"
 
 
@@ -467,9 +467,13 @@ def generate_batch(out_dir: str | Path, *, messages: int = 1000, seed: int = 7,
                    files: int = 3, gzip_files: int = 1,
                    kinds: Sequence[str] | None = None,
                    max_message_bytes: int = 1048576,
-                   keep_truth: bool = True) -> SampleBatch:
+                   keep_truth: bool = True, resend: Sequence[bytes] = ()) -> SampleBatch:
     """Write `messages` lines over `files` files in out_dir (the last `gzip_files` of
     them gzip-compressed) and return what each line is.
+
+    `resend`: lines a producer sends again (say, poison messages of an earlier day), each
+    in place of one good line, spread over the batch (kind `resent`, expected quarantined:
+    they are poison, or listed). Every other line is as without them.
 
     The same arguments give byte-identical files. About `poison_rate` of the lines
     are poison, spread over `kinds` (default: all of POISON_KINDS); each requested
@@ -494,6 +498,8 @@ def generate_batch(out_dir: str | Path, *, messages: int = 1000, seed: int = 7,
     bounds = [i * messages // files for i in range(files + 1)]
     plan = _place(_units(messages, poison_rate, wanted, rng), bounds, rng)
     labels = {n: ("good" if kind == "source" else kind) for n, (kind, _) in plan.items()}
+    resent = _resent_places(resend, plan, messages)
+    labels.update(dict.fromkeys(resent, "resent"))
     good = _good_lines(rng, seed, day)
     sources: dict[int, str] = {}  # redelivery instance -> the exact line to copy
     pairs: dict[int, dict] = {}  # conflicting pair -> the record its twin will change
@@ -539,6 +545,8 @@ def generate_batch(out_dir: str | Path, *, messages: int = 1000, seed: int = 7,
             for lo in range(bounds[i], bounds[i + 1], _CHUNK):
                 hi = min(lo + _CHUNK, bounds[i + 1])
                 lines = [special(n) if n in plan else good(n) for n in range(lo, hi)]
+                # Drawn and then replaced: the random stream, so every other line, stays the same.
+                lines = [resent.get(n, line) for n, line in zip(range(lo, hi), lines, strict=True)]
                 sink.write("".join(lines).encode("utf-8", "surrogateescape"))
                 if keep_truth:
                     truth.extend(
@@ -550,6 +558,27 @@ def generate_batch(out_dir: str | Path, *, messages: int = 1000, seed: int = 7,
     outcomes.update(Counter(_expected(kind) for kind in labels.values()))
     outcomes[VALID] += messages - len(labels)
     return SampleBatch(files=paths, truth=truth, messages=messages, outcomes=outcomes)
+
+
+def _resent_places(resend: Sequence[bytes], plan: dict, messages: int) -> dict[int, str]:
+    """Line index -> resent line: evenly spread, each on the next line the plan leaves good."""
+    if len(resend) + len(plan) > messages:
+        raise ValueError(f"{len(resend)} resent lines do not fit among {messages - len(plan)} good lines")
+    places: dict[int, str] = {}
+    for i, line in enumerate(resend):
+        if b"\n" in line or b"\r" in line:
+            raise ValueError(f"resent line {i} holds a line break: give lines without their endings")
+        n = (i + 1) * messages // (len(resend) + 1)
+        while n in plan or n in places:
+            n = (n + 1) % messages
+        places[n] = line.decode("utf-8", "surrogateescape") + "\n"
+    return places
+
+
+def read_lines(path: str | Path) -> list[bytes]:
+    """A generated file's lines without their endings (gunzipped when it ends in .gz)."""
+    data = Path(path).read_bytes()
+    return (gzip.decompress(data) if str(path).endswith(".gz") else data).split(b"\n")[:-1]
 
 
 def write_truth(truth: Sequence[LineTruth], path: str | Path) -> None:

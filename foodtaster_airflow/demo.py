@@ -6,7 +6,11 @@
 The demo drops two generated orders batches into the inbox of the lake (FOODTASTER_LAKE,
 default ./data/lake): a clean day and a poisoned one, runs the DAG for each date and
 prints what happened: published or held, counts, top reasons, where the alert went.
-Running it again reuses the same batches (landing never takes a file twice).
+On the poisoned day a producer resends two of the clean day's poison messages: after
+the clean day's run, an operator puts those two on the poison list (`foodtaster poison
+add`, printed and run), so the poisoned day's run quarantines them unjudged (listed).
+Running it again reuses the same batches (landing never takes a file twice) and the
+same entries (adding what is listed already writes nothing).
 
 When NATS JetStream answers (FOODTASTER_DEMO_NATS, default nats://127.0.0.1:4222), the demo
 also runs `orders_stream`, the orders contract fed from a JetStream stream: it publishes a
@@ -38,6 +42,7 @@ DEMO_BATCHES = (
      {"poison_rate": 0.30, "seed": 21}),
 )
 MESSAGES = 500
+RESENT = 2  # poison messages of the first day that a producer sends again on the second
 STANDALONE_DATABASE = "foodtaster_airflow"
 STREAM_DATASET = "orders_stream"
 NATS_URL = os.environ.get("FOODTASTER_DEMO_NATS", "nats://127.0.0.1:4222")
@@ -110,14 +115,39 @@ def standalone_database() -> str | None:
         return None
 
 
-def drop_batches(lake: Lake) -> None:
-    from foodtaster.sample import generate_batch
+def drop_batches(lake: Lake) -> list[tuple[str, str, int]]:
+    """Write the demo's inbox files; returns the resent messages' first places (date, file, line)."""
+    from foodtaster.sample import QUARANTINED, generate_batch, read_lines
 
+    resend: list[bytes] = []
+    first: list[tuple[str, str, int]] = []
     for date, what, mix in DEMO_BATCHES:
         inbox = lake.inbox(DATASET, date)
         batch = generate_batch(inbox, messages=MESSAGES, batch_date=date, files=3, gzip_files=1,
-                               **mix)
-        print(f"  inbox {inbox}: {batch.messages} messages, {what}")
+                               resend=resend, **mix)
+        again = f"; {len(resend)} of them resent from {first[0][0]}" if resend else ""
+        print(f"  inbox {inbox}: {batch.messages} messages, {what}{again}")
+        if not first:  # the first day's first poison messages are the ones resent next day
+            poison = [t for t in batch.truth if t.expected == QUARANTINED][:RESENT]
+            first = [(date, t.file, t.line) for t in poison]
+            resend = [read_lines(f"{inbox}/{t.file}")[t.line - 1] for t in poison]
+    return first
+
+
+def list_resent(lake: Lake, places: list[tuple[str, str, int]]) -> None:
+    """Put the resent messages on the poison list as an operator would, by where they were
+    quarantined: the `foodtaster poison add` command, printed and run."""
+    from foodtaster.ops import cli
+    from foodtaster.state.landing import batch_id_for
+
+    print(f"\nAn operator lists the {len(places)} poison messages of the first day that the producer "
+          "resends the next day:")
+    for date, file, line in places:
+        args = ["poison", "add", "--batch", batch_id_for(date), "--file", file, "--line", str(line),
+                "--why", f"known bad: quarantined on {date}, resent by the producer"]
+        print("  foodtaster " + " ".join(f"'{a}'" if " " in a else a for a in args))
+        if cli.main([*args, "--dataset", DATASET, "--lake", lake.root, "--by", "demo-operator"]):
+            raise RuntimeError(f"could not list {file}:{line} of {date}")
 
 
 def outcome(lake: Lake, date: str, run: dict[str, Any]) -> list[str]:
@@ -138,6 +168,9 @@ def outcome(lake: Lake, date: str, run: dict[str, Any]) -> list[str]:
         f"quarantined, {entry['duplicates_dropped']} duplicates dropped, "
         f"quarantine rate {entry['quarantine_rate']:.2%}"
     )
+    if entry.get("listed"):
+        lines.append(f"  listed: {entry['listed']} messages already on the poison list "
+                     "(quarantined unjudged; they page nobody)")
     for why in entry.get("why") or []:
         lines.append(f"  why: {why}")
     reasons = entry.get("top_reasons") or []
@@ -164,7 +197,7 @@ def demo() -> int:
     print(f"Airflow home {af.home} (SQLite), lake {lake.root}")
     af.migrate()
     print("Sample batches:")
-    drop_batches(lake)
+    resent = drop_batches(lake)
     logs = af.home / "demo-logs"
     logs.mkdir(exist_ok=True)
     failed = 0
@@ -177,6 +210,8 @@ def demo() -> int:
         print("\n".join(outcome(lake, date, run)))
         print(f"  took {time.perf_counter() - run_started:.0f}s")
         failed += run["state"] != "success"
+        if date == DEMO_BATCHES[0][0]:
+            list_resent(lake, resent)
     failed += stream_demo(af, lake, logs)
     print(f"\nDone in {time.perf_counter() - started:.0f}s. The UI: make airflow")
     return 1 if failed else 0

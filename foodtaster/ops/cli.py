@@ -2,7 +2,8 @@
 
 The lake commands (`poison`, `quarantine`, `batches`) start neither Airflow nor a
 JVM: they are a thin edge over foodtaster.state (pyarrow and fsspec). Exit codes:
-0 done, 1 not found in the lake, 2 a usage error (the message says what to do).
+0 done, 1 not found in the lake, 2 a usage error (the message says what to do), 3 the
+batch is being written by a run (try again when it has finished).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 USAGE_ERROR = 2
 NOT_FOUND = 1
+BUSY = 3  # the batch is being written: try again later
 RAW_CHARS = 300  # raw text shown per row in `quarantine show` (all of it with --json)
 CELL_CHARS = 60  # a table cell is cut to this many characters
 
@@ -36,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from foodtaster.registry import RegistryError
     from foodtaster.state.browse import NotInLake
+    from foodtaster.state.lease import LeaseHeld
     from foodtaster.state.poison import PoisonListError
 
     try:
@@ -46,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     except NotInLake as err:
         print(f"foodtaster: {err}", file=sys.stderr)
         return NOT_FOUND
+    except LeaseHeld as err:  # a run of the batch is live: a recall waits for it
+        print(f"foodtaster: {err}; try again when it has finished", file=sys.stderr)
+        return BUSY
 
 
 def _add_lake_commands(commands: argparse._SubParsersAction) -> None:
@@ -71,6 +77,9 @@ def _add_lake_commands(commands: argparse._SubParsersAction) -> None:
     add.add_argument("--source", choices=("operator", "downstream"), default="operator",
                      help="who found it: an operator, or a consumer that crashed on it")
     add.add_argument("--by", help="who adds it (default: your user name)")
+    add.add_argument("--recall", action="store_true",
+                     help="with --batch: also take the published row back into the batch's quarantine "
+                          "(run it again to finish an interrupted recall)")
     add.set_defaults(run=poison_add)
 
     rm = verbs.add_parser("rm", parents=[common], help="take an entry out of force (recorded)")
@@ -140,6 +149,8 @@ def poison_add(args: argparse.Namespace) -> int:
 
     lake, dataset = _context(args)
     seen = None
+    if args.recall and args.batch is None:
+        raise PoisonListError("--recall needs --batch, --file and --line: the published row to take back")
     if args.batch is not None:
         if args.file is None or args.line is None:
             raise PoisonListError("--batch needs --file and --line: the message's place in the batch")
@@ -152,6 +163,16 @@ def poison_add(args: argparse.Namespace) -> int:
     entry = PoisonList(lake, dataset).add(match, value, args.why, args.source, added_by=args.by,
                                           first_seen=seen)
     print(f"listed {entry.id}: {entry.match} {entry.value} ({entry.source}: {entry.why})")
+    if args.recall:
+        from foodtaster.state.recall import recall
+
+        done = recall(lake, dataset, entry, seen, by=args.by or entry.added_by)
+        counts = (f"{done.messages:,} messages = {done.valid:,} valid + {done.quarantined:,} quarantined + "
+                  f"{done.duplicates_dropped:,} duplicates dropped" if done.messages is not None
+                  else f"{done.valid:,} valid, {done.quarantined:,} quarantined")
+        print(f"recalled {_file_name(done.source_file)}:{done.line_number} of batch {done.batch_id} "
+              f"({'moved to the quarantine' if done.moved else 'was already recalled'}): {counts}, "
+              f"{done.recalled:,} recalled")
     return 0
 
 

@@ -48,6 +48,34 @@ def record_batch(lake: Lake, dataset: str, entry: dict[str, Any]) -> None:
     write_json(f"{_batches_dir(lake, dataset)}/{batch_id}.json", record)
 
 
+def batch_entry(lake: Lake, dataset: str, batch_id: str) -> dict[str, Any] | None:
+    """One batch's record, or None when the ledger has none (a batch run outside the pipeline)."""
+    uri = f"{_batches_dir(lake, dataset)}/{check_batch_id(batch_id)}.json"
+    return read_json(uri) if exists(uri) else None
+
+
+def record_recall(lake: Lake, dataset: str, batch_id: str, counts: dict[str, int],
+                  recall: dict[str, Any]) -> dict[str, Any] | None:
+    """Write a recall into the batch's record: the counts as they are after it (`valid`,
+    `quarantined`, `recalled`, from the partitions) and the recall itself under `recalls`.
+
+    Idempotent: counts are set, not added to, and a recall of the same entry and place is
+    kept once, so finishing an interrupted recall again records it once. Returns the new
+    record; None when the ledger has no record of the batch (nothing to correct).
+    """
+    entry = batch_entry(lake, dataset, batch_id)
+    if entry is None:
+        return None
+    place = (recall["entry"], recall["source_file"], recall["line_number"])
+    recalls = [r for r in entry.get("recalls", [])
+               if (r["entry"], r["source_file"], r["line_number"]) != place]
+    messages = entry["messages"]
+    entry.update(counts, recalls=[*recalls, recall],
+                 quarantine_rate=round(counts["quarantined"] / messages, 6) if messages else 0.0)
+    write_json(f"{_batches_dir(lake, dataset)}/{check_batch_id(batch_id)}.json", entry)
+    return entry
+
+
 def batch_entries(lake: Lake, dataset: str) -> list[dict[str, Any]]:
     """Every recorded batch, in data order: by batch_date, then batch_id.
 

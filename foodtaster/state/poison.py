@@ -180,23 +180,27 @@ def report_downstream(
     why: str,
     reporter: str,
     key: str | None = None,
+    recall: bool = False,
 ) -> Entry:
     """A consumer whose task crashed on a published row lists it in one call.
 
     The row is named by its lineage (`_batch_id`, `_source_file`, `_line_number`, as
     published); the entry matches its exact bytes, read back from the lake, or with
-    `key` every message with that unique key value. Taking the row back out of its
-    valid partition (a recall) is a separate step that reads this entry's `first_seen`.
+    `key` every message with that unique key value. `recall=True` also takes the row
+    back out of its valid partition into the quarantine (foodtaster.state.recall); called
+    again, it finishes a recall that was interrupted.
     """
     from foodtaster.state.browse import message_bytes
 
-    seen = Seen(batch_id, source_file, int(line_number))
-    if key is not None:
-        return PoisonList(lake, dataset).add("key", key, why, "downstream", added_by=reporter,
-                                             first_seen=seen)
     raw, seen = message_bytes(lake, dataset, batch_id, source_file, line_number)
-    return PoisonList(lake, dataset).add("fingerprint", fingerprint(raw), why, "downstream",
-                                         added_by=reporter, first_seen=seen)
+    match, value = ("key", key) if key is not None else ("fingerprint", fingerprint(raw))
+    entry = PoisonList(lake, dataset).add(match, value, why, "downstream", added_by=reporter,
+                                          first_seen=seen)
+    if recall:
+        from foodtaster.state.recall import recall as recall_row
+
+        recall_row(lake, dataset, entry, seen, by=reporter)  # this place, even if listed before
+    return entry
 
 
 def _who() -> str:

@@ -1,5 +1,6 @@
 """`make demo`: Airflow on SQLite, `airflow dags test` on a clean and a poisoned day."""
 
+import json
 import os
 import re
 import subprocess
@@ -21,6 +22,11 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(tmp_path):
     clean, poisoned = out.split("airflow dags test foodtaster_orders 2026-11-21")
     assert "SUCCESS" in clean and "PUBLISHED" in clean and "alert=skipped" in clean
     assert "SUCCESS" in poisoned and "HELD (critical)" in poisoned and "publish=skipped" in poisoned
+    # Two of the clean day's poison messages, listed after its run, come again: quarantined as listed.
+    assert clean.count("  foodtaster poison add --batch 20261120 --file ") == 2
+    assert clean.count("listed ") >= 2 and "listed:" not in clean
+    assert "listed: 2 messages already on the poison list" in poisoned
+    assert "2 of them resent from 2026-11-20" in out
     for day in (clean, poisoned):
         m = re.search(r"(\d+) messages, (\d+) valid, (\d+) quarantined, (\d+) duplicates dropped", day)
         messages, valid, quarantined, dropped = map(int, m.groups())
@@ -29,6 +35,8 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(tmp_path):
     assert not (tmp_path / "valid/orders/batch_date=2026-11-21").exists()
     alert = tmp_path / "_state/alerts/orders/20261121-batch.html"
     assert alert.is_file() and "20261121" in alert.read_text()
+    summary = json.loads((tmp_path / "reports/orders/20261121/summary.json").read_text())
+    assert summary["listed"] == 2 == summary["reasons"]["registry.listed"]
     # The JetStream part runs whenever the machine's NATS answers (it does under CI).
     assert "Published 500 messages to JetStream" in out or "the JetStream demo is skipped" in out
     if "Published 500 messages" in out:

@@ -128,3 +128,14 @@ def test_the_lake_commands_start_no_jvm_and_no_spark(lake):
     env = {**os.environ, "PYTHONPATH": PROJECT_ROOT, "FOODTASTER_LAKE": str(lake)}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
     assert done.stdout.splitlines()[-1] == "[]", done.stderr
+
+
+def test_the_installed_console_script_runs_the_cli(lake):
+    script = os.path.join(os.path.dirname(sys.executable), "foodtaster")
+    if not os.path.exists(script):  # the environment was set up without `pip install -e .`
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no console script at {script}: pyproject's [project.scripts] not installed")
+        pytest.skip(f"no console script at {script}")
+    env = {**os.environ, "PYTHONPATH": PROJECT_ROOT, "FOODTASTER_LAKE": str(lake)}
+    done = subprocess.run([script, "batches"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0 and "20261121" in done.stdout, done.stderr

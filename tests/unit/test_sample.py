@@ -312,6 +312,22 @@ def test_every_poison_line_is_quarantined_or_dropped(batch: SampleBatch) -> None
         assert t.expected == expected, t
 
 
+def test_resent_lines_take_good_places_and_leave_every_other_line_as_it_was(tmp_path: Path) -> None:
+    args = {"messages": 200, "seed": 8, "poison_rate": 0.1, "files": 2, "gzip_files": 1}
+    plain = generate_batch(tmp_path / "plain", **args)
+    resend = [b'{"message_id": "p-1-2", "status": "LOST"}', b"\xff not utf-8 {"]
+    with_resent = generate_batch(tmp_path / "resent", **args, resend=resend)
+    before = [line for f in plain.files for line in read_lines(f)]
+    after = [line for f in with_resent.files for line in read_lines(f)]
+    changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    assert [after[i] for i in changed] == resend and len(after) == 200
+    kinds = [t.kind for t in with_resent.truth]
+    assert [kinds[i] for i in changed] == ["resent", "resent"]
+    assert [plain.truth[i].kind for i in changed] == ["good", "good"]
+    assert with_resent.counts()["quarantined"] == plain.counts()["quarantined"] + 2
+    assert with_resent.counts()["valid"] == plain.counts()["valid"] - 2
+
+
 def test_smallest_batch_that_promises_every_kind(tmp_path: Path) -> None:
     made = generate_batch(tmp_path, messages=4 * len(POISON_KINDS), poison_rate=0.0, seed=1)
     assert {t.kind for t in made.truth} == {"good", *POISON_KINDS}
