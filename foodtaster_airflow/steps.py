@@ -7,7 +7,6 @@ Engine modules are imported inside the functions so parsing a DAG stays light.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 from datetime import UTC, datetime, timedelta
@@ -284,8 +283,8 @@ def alert_trend(lake: Lake, config: DatasetConfig, summary: dict[str, Any],
 
     started = time.perf_counter()
     pending = trend.pending_entry(summary, publish)
-    found = trend.dataset_trend(lake, config, until=summary["batch_date"], pending=pending)
-    found = dataclasses.replace(found, batches=found.batches[-ALERT_TREND_BATCHES:])
+    found = trend.dataset_trend(lake, config, until=summary["batch_date"], pending=pending,
+                                limit=ALERT_TREND_BATCHES)
     try:
         chart = trend.render_trend(found)
     except Exception as err:  # noqa: BLE001 - the alert goes out without its picture

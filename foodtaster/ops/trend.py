@@ -101,12 +101,14 @@ def _day(value: str) -> str:
 
 def dataset_trend(lake: Lake, config: DatasetConfig, *, since: str | None = None,
                   until: str | None = None, last: int = LAST_BATCHES,
-                  pending: dict[str, Any] | None = None) -> Trend:
+                  pending: dict[str, Any] | None = None, limit: int | None = None) -> Trend:
     """The trend of `config`'s dataset over batch dates `since`..`until` (inclusive; open
     ends by default). Empty batches are drawn but say nothing about the rate, so `last`
     counts non-empty ones. `pending` is a ledger entry not recorded yet (the batch an alert
     is about: the ledger records it after the alert): it takes its place in data order,
-    replacing an earlier record of the same batch."""
+    replacing an earlier record of the same batch. `limit` keeps the latest batches only
+    (an alert's chart): the producers are then counted over those alone, so an alert never
+    reads every quarantine partition of a long history."""
     if last < 1:
         raise ValueError(f"last must be at least 1 batch, got {last}")
     since, until = (_day(d) if d else None for d in (since, until))
@@ -121,7 +123,7 @@ def dataset_trend(lake: Lake, config: DatasetConfig, *, since: str | None = None
     batches = tuple(
         _batch_rate(entry) for entry in entries
         if (not since or entry["batch_date"] >= since) and (not until or entry["batch_date"] <= until)
-    )
+    )[-limit if limit else 0:]
     recent = [b for b in batches if b.messages][-last:]
     messages = sum(b.messages for b in recent)
     return Trend(
