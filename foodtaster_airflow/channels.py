@@ -1,11 +1,14 @@
-"""Where an alert goes: Airflow connections -> the engine's senders (`foodtaster.ops.alerts`).
+"""Where an alert goes, and the sending: Airflow's SMTP and Slack providers over Airflow
+connections; the engine (`foodtaster.ops.alerts`) only builds the messages.
 
-- email: the dataset's `smtp_conn_id` (default `smtp_default`), to `email_to`.
-  Connection: `smtp://user:password@host:port?from_email=...` (extras `from_email`,
-  `starttls` or the SMTP provider's `disable_tls=false` for STARTTLS).
-- Slack: the dataset's `slack_conn_id` (default `slack_default`), an incoming
-  webhook: the Slack provider's convention, host `https://hooks.slack.com/services`
-  and the token `T000/B000/XXX` as password, or extra `webhook_url`.
+- email: the dataset's `smtp_conn_id` (default `smtp_default`), to `email_to`, through
+  the SMTP provider's `SmtpHook`. The provider's connection conventions hold: extra
+  `from_email`; it uses SSL unless `disable_ssl=true` and STARTTLS unless
+  `disable_tls=true` (a local mail catcher wants both), `timeout`, `retry_limit`.
+- Slack: the dataset's `slack_conn_id` (default `slack_default`), an incoming webhook
+  through the Slack provider's `SlackWebhookHook`: host `https://hooks.slack.com/services`
+  and the token `T000/B000/XXX` as password (or the whole webhook URL as password).
+  The message is Slack Block Kit: a header and mrkdwn sections.
 - Every alert is also written as a file under the lake and logged; with neither
   connection defined that file is the only channel.
 """
@@ -13,14 +16,17 @@
 from __future__ import annotations
 
 import logging
+import smtplib
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from foodtaster.registry import DatasetConfig
 
 log = logging.getLogger(__name__)
 DEFAULT_SENDER = "foodtaster@localhost"
-SLACK_DEFAULT_HOST = "https://hooks.slack.com/services"
+DEFAULT_BASE_URL = "http://localhost:8080/"  # Airflow's own fallback for [api] base_url
 
 
 @dataclass
@@ -51,34 +57,89 @@ def get_connection(conn_id: str) -> Any | None:
 
 
 def smtp_settings(conn: Any) -> dict[str, Any]:
-    """send_email's keyword arguments from an SMTP connection."""
+    """What the SMTP provider's hook makes of a connection (its conventions, for logs and
+    error messages): host, port, sender, login, SSL and STARTTLS."""
     extra = conn.extra_dejson or {}
-    if "starttls" in extra:
-        starttls = _truthy(extra["starttls"])
-    else:
-        starttls = "disable_tls" in extra and not _truthy(extra["disable_tls"])
     return {
         "host": conn.host or "localhost",
         "port": int(conn.port or 25),
         "sender": extra.get("from_email") or (conn.login if "@" in (conn.login or "") else None)
         or DEFAULT_SENDER,
         "login": conn.login or None,
-        "password": conn.password or None,
-        "starttls": starttls,
+        "ssl": not _truthy(extra.get("disable_ssl", False)),
+        "starttls": not _truthy(extra.get("disable_tls", False)),
     }
 
 
-def slack_webhook_url(conn: Any) -> str:
-    """The incoming-webhook URL of a Slack webhook connection."""
-    extra = conn.extra_dejson or {}
-    if extra.get("webhook_url"):
-        return extra["webhook_url"]
-    host = conn.host or SLACK_DEFAULT_HOST
-    if "://" not in host:
-        scheme = conn.schema if conn.schema in ("http", "https") else "https"
-        host = f"{scheme}://{host}" + (f":{conn.port}" if conn.port else "")
-    token = (conn.password or "").strip("/")
-    return host.rstrip("/") + (f"/{token}" if token else "")
+def run_url(dag_id: str, run_id: str) -> str:
+    """The run's page in the Airflow UI, from Airflow's own `[api] base_url` (as Airflow
+    builds its task log links)."""
+    from airflow.configuration import conf
+
+    base = conf.get("api", "base_url", fallback=None) or DEFAULT_BASE_URL
+    return f"{base.rstrip('/')}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+
+
+def send_email(alert: Any, recipients: list[str], conn_id: str = "smtp_default") -> None:
+    """Send the alert's email (text, HTML and its inline chart) through `SmtpHook`.
+
+    The hook connects and logs in as the connection says; the message is the engine's own
+    multipart email (the hook's `send_email_smtp` makes HTML-only messages with files as
+    attachments, so the hook's SMTP client sends it as built).
+    """
+    from airflow.providers.smtp.hooks.smtp import SmtpHook
+    from airflow.sdk.exceptions import AirflowException
+
+    from foodtaster.logs import batch_logger
+    from foodtaster.ops.alerts import AlertDeliveryError, email_message
+
+    conn = get_connection(conn_id)
+    if conn is None:
+        raise AlertDeliveryError(f"{alert.kind} alert for {alert.dataset}: no connection "
+                                 f"{conn_id!r}")
+    settings = smtp_settings(conn)
+    message = email_message(alert, settings["sender"], recipients)
+    try:
+        with SmtpHook(smtp_conn_id=conn_id) as hook:
+            hook._smtp_client.send_message(message, from_addr=settings["sender"],
+                                           to_addrs=recipients)
+    except (smtplib.SMTPException, OSError, AirflowException) as err:
+        raise AlertDeliveryError(
+            f"{alert.kind} alert for {alert.dataset} batch {alert.batch_id}: "
+            f"email via {settings['host']}:{settings['port']} ({conn_id}) failed: {err}"
+        ) from err
+    batch_logger(__name__, alert.dataset, alert.batch_id).event(
+        "alert_sent", channel="email", kind=alert.kind, severity=alert.severity,
+        recipients=len(recipients), images=len(alert.images),
+    )
+
+
+def send_slack(alert: Any, conn_id: str = "slack_default") -> None:
+    """Post the alert's Block Kit payload through `SlackWebhookHook`; any non-2xx answer raises.
+
+    Errors name the webhook's host only: the URL's path is its secret.
+    """
+    from airflow.providers.slack.hooks.slack_webhook import SlackWebhookHook
+
+    from foodtaster.logs import batch_logger
+    from foodtaster.ops.alerts import AlertDeliveryError
+
+    client = SlackWebhookHook(slack_webhook_conn_id=conn_id).client
+    parts = urllib.parse.urlsplit(client.url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"the Slack webhook of {conn_id!r} must be an http(s) URL")
+    where = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    what = f"{alert.kind} alert for {alert.dataset} batch {alert.batch_id}: Slack webhook at {where}"
+    try:
+        response = client.send_dict(alert.slack_payload())
+    except OSError as err:  # URLError, timeouts, refused connections
+        raise AlertDeliveryError(f"{what} unreachable: {err}") from None
+    if not 200 <= response.status_code < 300:
+        raise AlertDeliveryError(f"{what} answered HTTP {response.status_code}: "
+                                 f"{str(response.body)[:300]}")
+    batch_logger(__name__, alert.dataset, alert.batch_id).event(
+        "alert_sent", channel="slack", kind=alert.kind, severity=alert.severity, webhook=where,
+    )
 
 
 def deliver(alert: Any, config: DatasetConfig, lake: Any) -> Delivery:
@@ -99,7 +160,7 @@ def deliver(alert: Any, config: DatasetConfig, lake: Any) -> Delivery:
         delivery.skipped.append("email: no recipients (alerts.email_to)")
     else:
         recipients = list(config.alerts.email_to)
-        alerts.send_email(alert, recipients=recipients, **smtp_settings(smtp))
+        send_email(alert, recipients, config.alerts.smtp_conn_id)
         delivery.email = recipients
         log.info("alert emailed to %s via %s", ", ".join(recipients), config.alerts.smtp_conn_id)
 
@@ -107,7 +168,7 @@ def deliver(alert: Any, config: DatasetConfig, lake: Any) -> Delivery:
     if slack is None:
         delivery.skipped.append(f"slack: no connection {config.alerts.slack_conn_id!r}")
     else:
-        alerts.send_slack(alert, slack_webhook_url(slack))
+        send_slack(alert, config.alerts.slack_conn_id)
         delivery.slack = True
         log.info("alert posted to Slack via %s", config.alerts.slack_conn_id)
 

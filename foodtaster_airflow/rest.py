@@ -1,8 +1,11 @@
-"""A small client of Airflow 3's REST API (`/api/v2`), for the self-pause and for tests.
+"""Airflow 3's REST API (`/api/v2`): the self-pause and the run note go through the official
+client (`apache-airflow-client`, versioned with Airflow: 3.3.2 here); tests use `request`
+for what they read (runs, task instances, backfills).
 
 Authentication: `POST /auth/token` with a user and password gives a JWT (the simple
 auth manager and FAB both serve it); without a user, `GET /auth/token` works when
-`simple_auth_manager_all_admins` is on.
+`simple_auth_manager_all_admins` is on. The official client takes the token as its
+`access_token`; it has no call for `/auth/token` itself, so getting the token stays here.
 """
 
 from __future__ import annotations
@@ -72,11 +75,47 @@ class AirflowApi:
                 f"Airflow API: {what} -> HTTP {response.status_code}: {response.text[:500]}"
             )
 
+    def client(self) -> Any:
+        """The official client's ApiClient, signed in with this API's token."""
+        from airflow_client.client import ApiClient, Configuration
+
+        return ApiClient(Configuration(host=self.base_url, access_token=self.token()))
+
     def set_paused(self, dag_id: str, paused: bool = True) -> dict[str, Any]:
-        return self.request(
-            "PATCH", f"dags/{dag_id}", params={"update_mask": "is_paused"},
-            json={"is_paused": paused},
-        )
+        """Pause (or unpause) a DAG: `PATCH /api/v2/dags/{dag_id}?update_mask=is_paused`."""
+        from airflow_client.client import ApiException, DAGApi, DAGPatchBody
+
+        try:
+            with self.client() as client:
+                dag = DAGApi(client).patch_dag(
+                    dag_id, DAGPatchBody(is_paused=paused), update_mask=["is_paused"],
+                    _request_timeout=self.timeout,
+                )
+        except ApiException as err:
+            raise AirflowApiError(
+                f"Airflow API: pause {dag_id} -> HTTP {err.status}: {str(err.body)[:500]}"
+            ) from None
+        return dag.to_dict()
+
+    def set_note(self, dag_id: str, run_id: str, note: str) -> None:
+        """Set a run's note: `PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id}?update_mask=note`.
+        The run's answer is not read back (nothing here needs it)."""
+        from airflow_client.client import ApiException, DagRunApi, DAGRunPatchBody
+
+        try:
+            with self.client() as client:
+                response = DagRunApi(client).patch_dag_run_without_preload_content(
+                    dag_id, run_id, DAGRunPatchBody(note=note), update_mask=["note"],
+                    _request_timeout=self.timeout,
+                )
+        except ApiException as err:
+            raise AirflowApiError(
+                f"Airflow API: note on {dag_id} {run_id} -> HTTP {err.status}: "
+                f"{str(err.body)[:500]}"
+            ) from None
+        if response.status >= 400:
+            raise AirflowApiError(f"Airflow API: note on {dag_id} {run_id} -> HTTP "
+                                  f"{response.status}: {response.data[:500]!r}")
 
     def dag(self, dag_id: str) -> dict[str, Any]:
         return self.request("GET", f"dags/{dag_id}")

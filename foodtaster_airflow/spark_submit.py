@@ -4,11 +4,21 @@ The Spark job never fails on poison data (a bad message is a quarantined row), s
 failed submission is infrastructure (a lost executor, a busy cluster, a full disk)
 and is retried with backoff; a usage error of the job (exit code 2: bad arguments,
 an unknown dataset) fails at once, since a retry cannot fix it.
+
+The provider logs every line spark-submit prints at INFO on its hook's logger, so a
+Spark WARN or a Python traceback reads as INFO in the task log. `SparkOutputLog` gives
+each line the level it carries (log4j's `WARN`, Python logging's `WARNING`, a JVM
+`WARNING:` notice, a traceback) and sends it to one of two loggers, which the task log
+shows as the line's source: `foodtaster.job` for the job's own lines (the engine's
+`foodtaster.*` log lines, e.g. `event=validated`, and the JSON summary the job prints last),
+`foodtaster.spark` for everything Spark and the JVM say.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import sys
 from typing import Any
 
@@ -106,6 +116,7 @@ class ValidateBatchOperator(SparkSubmitOperator):
         hook = super()._get_hook()
         if not _connection_exists(self._conn_id):
             use_local_master(hook)
+        route_output(hook)
         return hook
 
 
@@ -123,3 +134,82 @@ def use_local_master(hook: SparkSubmitHook) -> None:
     hook._connection["master"] = DEFAULT_MASTER
     hook._is_yarn = hook._is_yarn_cluster_mode = hook._is_kubernetes = False
     hook._should_track_driver_status = False
+
+
+# ------------------------------------------------------------------ output levels
+
+JOB_LOGGER = "foodtaster.job"  # the job's own lines: a person filters the task log by it
+SPARK_LOGGER = "foodtaster.spark"  # Spark's log4j lines and the JVM's notices
+LEVELS = {
+    "TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
+    "WARN": logging.WARNING, "WARNING": logging.WARNING, "ERROR": logging.ERROR,
+    "FATAL": logging.CRITICAL, "CRITICAL": logging.CRITICAL,
+}
+_LEVEL = "|".join(LEVELS)
+# log4j2-defaults.properties: `%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m`
+LOG4J_LINE = re.compile(rf"^\d{{2}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}} ({_LEVEL}) ")
+# foodtaster.logs.configure: `%(asctime)s %(levelname)s %(name)s %(message)s`
+PYTHON_LINE = re.compile(
+    rf"^\d{{4}}-\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}},\d{{3}} ({_LEVEL}) (\S+) "
+)
+NOTICE_LINE = re.compile(rf"^({_LEVEL}): ")  # the JVM's `WARNING: Using incubator modules`
+# Lines that continue the one before (the provider strips their indent): a Java stack trace.
+CONTINUATION = re.compile(r"^(at |Caused by|Suppressed:|\.\.\. \d+ more|[\w.$]+(Error|Exception)\b)")
+# The line that closes a Python traceback: `ValueError: why` (or a bare `KeyboardInterrupt`).
+TRACEBACK_END = re.compile(r"^[A-Za-z_][\w.]*(: |$)")
+
+
+class SparkOutputLog:
+    """Stands in for a SparkSubmitHook's logger: the hook's own messages (with %-args) go to
+    its logger as before; a bare line, which is spark-submit output, goes out at its level.
+
+    A line without a level of its own takes the level of the line it continues (a stack
+    trace under an ERROR stays ERROR); any other plain line is INFO, on the job's logger
+    when it is the job's JSON summary.
+    """
+
+    def __init__(self, hook_log: Any) -> None:
+        self._hook_log = hook_log
+        self._last: tuple[logging.Logger, int] | None = None
+        self._in_traceback = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._hook_log, name)
+
+    def info(self, msg: Any, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs or not isinstance(msg, str):
+            self._hook_log.info(msg, *args, **kwargs)
+            return
+        logger, level = self.route(msg)
+        logger.log(level, "%s", msg)
+
+    def route(self, line: str) -> tuple[logging.Logger, int]:
+        """The logger and level for one line of spark-submit's output."""
+        spark, job = logging.getLogger(SPARK_LOGGER), logging.getLogger(JOB_LOGGER)
+        if self._in_traceback and self._last is not None:
+            # every line up to the exception's own, whatever it looks like, is the trace
+            self._in_traceback = not (TRACEBACK_END.match(line) and not line.startswith("File "))
+            return self._last
+        if match := PYTHON_LINE.match(line):
+            name = match.group(2)
+            routed = (job if name.split(".")[0] == "foodtaster" else spark,
+                      LEVELS[match.group(1)])
+        elif match := LOG4J_LINE.match(line) or NOTICE_LINE.match(line):
+            routed = spark, LEVELS[match.group(1)]
+        elif line.startswith("Traceback (most recent call last)"):
+            routed = self._last[0] if self._last else spark, logging.ERROR
+            self._in_traceback = True
+        elif self._last is not None and CONTINUATION.match(line):
+            routed = self._last
+        elif line.startswith("{") and '"batch_id"' in line:
+            routed = job, logging.INFO  # the JSON summary validate_batch.py prints last
+        else:
+            routed = spark, logging.INFO
+        self._last = routed
+        return routed
+
+
+def route_output(hook: SparkSubmitHook) -> None:
+    """Give every line the hook logs from spark-submit the level it carries."""
+    if not isinstance(hook.log, SparkOutputLog):
+        hook._log = SparkOutputLog(hook.log)

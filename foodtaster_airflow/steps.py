@@ -261,10 +261,51 @@ def alert(dataset: str, decision: dict[str, Any]) -> dict[str, Any]:
     config = _config(dataset)
     lake = Lake(decision["lake"])
     summary = read_json(decision["summary_path"])
+    trend, chart = alert_trend(lake, config, summary, verdict["publish"])
+    dag_id, run_id = _current_run(dataset)
     message = alerts.build_batch_alert(
-        summary, Verdict(**{**verdict, "why": tuple(verdict["why"])}), config, {}
+        summary, Verdict(**{**verdict, "why": tuple(verdict["why"])}), config, {},
+        trend=trend, chart_png=chart, run_url=channels.run_url(dag_id, run_id) if run_id else None,
     )
     return channels.deliver(message, config, lake).as_dict()
+
+
+ALERT_TREND_BATCHES = 30  # batches the alert's chart draws, up to and with this one
+
+
+def alert_trend(lake: Lake, config: DatasetConfig, summary: dict[str, Any],
+                publish: bool) -> tuple[Any, bytes | None]:
+    """The dataset's trend up to this batch (it is not in the ledger yet) and its chart.
+    A chart that cannot be drawn costs the alert its image, never the alert."""
+    import time
+
+    from foodtaster.ops import trend
+
+    started = time.perf_counter()
+    pending = trend.pending_entry(summary, publish)
+    found = trend.dataset_trend(lake, config, until=summary["batch_date"], pending=pending,
+                                limit=ALERT_TREND_BATCHES)
+    try:
+        chart = trend.render_trend(found)
+    except Exception as err:  # noqa: BLE001 - the alert goes out without its picture
+        log.warning("dataset=%s batch=%s event=trend_chart_failed %s", config.name,
+                    summary["batch_id"], err)
+        chart = None
+    log.info("dataset=%s batch=%s event=trend_drawn batches=%d seconds=%.3f", config.name,
+             summary["batch_id"], len(found.batches), time.perf_counter() - started)
+    return found, chart
+
+
+def _current_run(dataset: str) -> tuple[str, str | None]:
+    """The DAG id and run id of the task running now (None outside a task)."""
+    dag_id = f"foodtaster_{dataset}"
+    try:
+        from airflow.sdk import get_current_context
+
+        context = get_current_context()
+    except Exception:  # noqa: BLE001 - called outside a task (tests, the CLI)
+        return dag_id, None
+    return getattr(context.get("dag"), "dag_id", dag_id), context.get("run_id")
 
 
 # ----------------------------------------------------------------------- ledger
@@ -322,10 +363,8 @@ def landing_note(landed: dict[str, Any]) -> str:
 
 def note_run(dataset: str, batch_id: str, dag_id: str, run_id: str, note: str,
              api: AirflowApi | None = None) -> bool:
-    """Set the run's note through the REST API (connection `airflow_api`): the task SDK
-    cannot set it. A run never fails over its note: without the API it is only logged."""
-    from urllib.parse import quote
-
+    """Set the run's note through the REST API's official client (connection `airflow_api`):
+    the task SDK cannot set it. A run never fails over its note: without the API it is only logged."""
     from foodtaster_airflow.rest import API_CONN_ID, AirflowApi
 
     if api is None:
@@ -336,8 +375,7 @@ def note_run(dataset: str, batch_id: str, dag_id: str, run_id: str, note: str,
             return False
         api = AirflowApi.from_connection(conn)
     try:
-        api.request("PATCH", f"dags/{dag_id}/dagRuns/{quote(run_id, safe='')}",
-                    params={"update_mask": "note"}, json={"note": note[:RUN_NOTE_CHARS]})
+        api.set_note(dag_id, run_id, note[:RUN_NOTE_CHARS])
     except Exception as err:  # noqa: BLE001 - the note is a courtesy, the batch is done
         log.warning("dataset=%s batch=%s event=run_note_failed run=%s %s; note: %s",
                     dataset, batch_id, run_id, err, note)

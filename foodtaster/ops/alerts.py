@@ -6,30 +6,31 @@ so the channels always carry the same facts. Every value that came from a
 message is escaped for its channel: a `<script>` in a poison message is the
 kind of thing quarantine exists for, and it must not run in a mail client.
 
-Callers pass plain values (host, port, login, webhook URL), so this module
-never needs Airflow; the DAG reads them from Airflow connections.
+This module only BUILDS: the alert, its email (`email_message`: text and HTML,
+the trend chart inline as a `cid:` image) and its Slack Block Kit payload. Sending
+is the Airflow edge's (`foodtaster_airflow.channels`: the SMTP and Slack providers'
+hooks over Airflow connections), so nothing here imports Airflow.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import re
-import smtplib
-import ssl
-import urllib.error
-import urllib.parse
-import urllib.request
+import shlex
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foodtaster.logs import batch_logger
 from foodtaster.ops.policy import Verdict
+from foodtaster.ops.trend import write_png
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake, write_json, write_text
+
+if TYPE_CHECKING:
+    from foodtaster.ops.trend import Trend
 
 MAX_SAMPLES = 5  # sample messages shown in a batch alert
 MAX_SAMPLE_REASONS = 5  # reasons shown per sample message
@@ -38,6 +39,9 @@ NOTE_CHARS = 200  # a reason or gate failure line is cut to this many characters
 TOP_REASONS = 10  # rows of the top-reasons table
 SLACK_HEADER_CHARS = 150  # Slack's limit for a header block
 SLACK_SECTION_CHARS = 3000  # Slack's limit for a section block's text
+TOP_PRODUCERS = 8  # rows of the producers table
+CHART_CID = "trend"  # the chart's Content-ID: the HTML shows it as <img src="cid:trend">
+CHART_WIDTH = 720  # pixels the HTML gives the chart (the PNG is 900 wide: sharp when scaled)
 PATH_LABELS = {
     "quarantine": "Quarantine partition",
     "report": "Report",
@@ -52,6 +56,13 @@ class AlertDeliveryError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class InlineImage:
+    cid: str  # Content-ID, without the angle brackets
+    png: bytes
+    filename: str
+
+
+@dataclass(frozen=True)
 class Alert:
     dataset: str
     batch_id: str
@@ -61,6 +72,7 @@ class Alert:
     text: str
     html: str
     slack_sections: tuple[str, ...]  # mrkdwn, one Slack section block each
+    images: tuple[InlineImage, ...] = ()  # shown in the HTML as <img src="cid:...">
 
     def slack_payload(self) -> dict[str, Any]:
         """A Slack incoming-webhook message: `text` for notifications, blocks for the channel."""
@@ -111,16 +123,40 @@ class _Sample:
     raw: str
 
 
-_Block = _Para | _Facts | _List | _Table | _Sample
+@dataclass(frozen=True)
+class _Image:
+    heading: str
+    cid: str
+    alt: str
+
+
+@dataclass(frozen=True)
+class _Commands:
+    heading: str
+    items: tuple[tuple[str, str], ...]  # (what it is for, the command line)
+
+
+@dataclass(frozen=True)
+class _Link:
+    heading: str
+    label: str
+    url: str
+
+
+_Block = _Para | _Facts | _List | _Table | _Sample | _Image | _Commands | _Link
 
 
 def build_batch_alert(
-    summary: dict[str, Any], verdict: Verdict, config: DatasetConfig, paths: dict[str, str]
+    summary: dict[str, Any], verdict: Verdict, config: DatasetConfig, paths: dict[str, str],
+    *, trend: Trend | None = None, chart_png: bytes | None = None, run_url: str | None = None,
 ) -> Alert:
     """The alert for one batch from its summary.json and verdict.
 
     `paths` adds to (and overrides) the summary's own `paths`, for locations
-    only the caller knows (e.g. where the valid rows were published).
+    only the caller knows (e.g. where the valid rows were published). `trend`
+    (the dataset's recent batches, this one included) adds the recent rate, its
+    direction and the producers; `chart_png` (trend.render_trend) goes inline in
+    the email; `run_url` links the run in the Airflow UI.
     """
     dataset, batch_id = summary["dataset"], summary["batch_id"]
     rate = float(summary["quarantine_rate"])
@@ -151,6 +187,11 @@ def build_batch_alert(
         )),
         _List("Why", verdict.why or ("no threshold crossed",)),
     ]
+    if run_url:
+        blocks.insert(1, _Link("Airflow run", f"{dataset} run in the Airflow UI", run_url))
+    if trend is not None:
+        blocks.extend(_trend_blocks(trend, chart_png is not None))
+    blocks.append(next_steps(summary, verdict))
     reasons = sorted((summary.get("reasons") or {}).items(), key=lambda item: (-item[1], item[0]))
     if reasons:
         blocks.append(_Table(
@@ -170,7 +211,57 @@ def build_batch_alert(
         _sample_block(sample, number, len(samples)) for number, sample in enumerate(samples, 1)
     )
     blocks.append(_where(_batch_paths({**(summary.get("paths") or {}), **paths}, verdict)))
-    return _alert(dataset, batch_id, "batch", verdict.severity, subject, blocks)
+    images = (InlineImage(CHART_CID, chart_png, f"{dataset}-trend.png"),) if chart_png else ()
+    return _alert(dataset, batch_id, "batch", verdict.severity, subject, blocks, images)
+
+
+def _trend_blocks(trend: Trend, with_chart: bool) -> list[_Block]:
+    """The recent rate and its direction, the chart, and who sends the poison."""
+    if trend.recent_rate is None:
+        return [_Para(f"Trend: no batch of {trend.dataset} with messages yet.")]
+    shown = min(trend.last, sum(1 for b in trend.batches if b.messages))
+    blocks: list[_Block] = [_Facts("Trend", (
+        (f"Last {shown} batches" if shown > 1 else "Last batch",
+         f"{trend.recent_rate:.2%} quarantined"),
+        ("Direction", "RISING" if trend.rising else "not rising"),
+        ("Batches in the chart", f"{len(trend.batches)} "
+                                 f"({trend.batches[0].batch_date} .. {trend.batches[-1].batch_date})"),
+    ))]
+    if with_chart:
+        blocks.append(_Image("Quarantine rate by batch", CHART_CID,
+                             f"quarantine rate of every batch of {trend.dataset}, with alert_rate "
+                             "and hold_rate drawn"))
+    if trend.producers:
+        blocks.append(_Table(
+            "Producers by quarantined messages"
+            + (f" ({TOP_PRODUCERS} of {len(trend.producers)})"
+               if len(trend.producers) > TOP_PRODUCERS else ""),
+            ("Producer", "Quarantined"),
+            tuple((name, str(count)) for name, count in trend.producers[:TOP_PRODUCERS]),
+        ))
+    return blocks
+
+
+def next_steps(summary: dict[str, Any], verdict: Verdict) -> _Commands:
+    """The commands an operator runs next, filled in for this batch."""
+    dataset, batch_id, day = summary["dataset"], summary["batch_id"], summary["batch_date"]
+    ds = f"--dataset {shlex.quote(dataset)}"
+    steps = [("see the quarantined messages and their reasons",
+              f"foodtaster quarantine show {ds} --batch {shlex.quote(batch_id)}")]
+    sample = next((s for s in summary.get("samples") or () if s.get("line_number")), None)
+    if sample is not None:
+        name = str(sample.get("source_file") or "").rstrip("/").rpartition("/")[2]
+        steps.append((
+            "list a message as poison, so every later run quarantines it unjudged",
+            f"foodtaster poison add {ds} --batch {shlex.quote(batch_id)} "
+            f"--file {shlex.quote(name)} --line {sample['line_number']} --why \"...\"",
+        ))
+    if not verdict.publish:
+        steps.append(("publish the held batch once you judged it fit",
+                      f"foodtaster release {ds} --batch {shlex.quote(batch_id)} --why \"...\""))
+        steps.append(("see what a redrive of the batch's quarantine would send on",
+                      f"foodtaster redrive {ds} --from {day} --to {day} --dry-run"))
+    return _Commands("What to do next", tuple(steps))
 
 
 def build_disabled_alert(
@@ -211,22 +302,13 @@ def build_disabled_alert(
                   blocks)
 
 
-def send_email(
-    alert: Alert,
-    *,
-    host: str,
-    port: int,
-    sender: str,
-    recipients: Sequence[str],
-    login: str | None = None,
-    password: str | None = None,
-    starttls: bool = False,
-    timeout: float = 30,
-) -> None:
-    """Send the alert as multipart/alternative (text and HTML) over SMTP."""
+def email_message(alert: Alert, sender: str, recipients: Sequence[str]) -> EmailMessage:
+    """The alert as an email: multipart/alternative of the text and the HTML; with images,
+    the HTML part is multipart/related and each image an inline part the HTML shows by
+    its `cid:` (what mail clients display without loading anything)."""
     recipients = list(recipients)
     if not recipients:
-        raise ValueError("send_email needs at least one recipient")
+        raise ValueError("an alert email needs at least one recipient")
     message = EmailMessage()
     message["Subject"] = alert.subject
     message["From"] = sender
@@ -238,55 +320,11 @@ def send_email(
     message["X-Foodtaster-Severity"] = alert.severity
     message.set_content(alert.text)
     message.add_alternative(alert.html, subtype="html")
-    try:
-        with smtplib.SMTP(host, port, timeout=timeout) as smtp:
-            if starttls:
-                smtp.starttls(context=ssl.create_default_context())
-            if login:
-                smtp.login(login, password or "")
-            smtp.send_message(message, from_addr=sender, to_addrs=recipients)
-    except (smtplib.SMTPException, OSError) as err:
-        raise AlertDeliveryError(
-            f"{alert.kind} alert for {alert.dataset} batch {alert.batch_id}: "
-            f"email via {host}:{port} failed: {err}"
-        ) from err
-    batch_logger(__name__, alert.dataset, alert.batch_id).event(
-        "alert_sent", channel="email", kind=alert.kind, severity=alert.severity,
-        recipients=len(recipients),
-    )
-
-
-def send_slack(alert: Alert, webhook_url: str, timeout: float = 30) -> None:
-    """POST the alert to a Slack incoming webhook; any non-2xx answer raises.
-
-    Errors name the webhook's host only: the URL's path is its secret.
-    """
-    parts = urllib.parse.urlsplit(webhook_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("the Slack webhook URL must be an http(s) URL")
-    where = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    request = urllib.request.Request(
-        webhook_url, method="POST",
-        data=json.dumps(alert.slack_payload()).encode("utf-8"),
-        headers={"Content-Type": "application/json; charset=utf-8"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            response.read()
-    except urllib.error.HTTPError as err:
-        detail = err.read(300).decode("utf-8", "replace")
-        raise AlertDeliveryError(
-            f"{alert.kind} alert for {alert.dataset} batch {alert.batch_id}: Slack webhook at "
-            f"{where} answered HTTP {err.code} {err.reason}: {detail}"
-        ) from None
-    except OSError as err:  # URLError, timeouts, refused connections
-        raise AlertDeliveryError(
-            f"{alert.kind} alert for {alert.dataset} batch {alert.batch_id}: Slack webhook at "
-            f"{where} unreachable: {err}"
-        ) from None
-    batch_logger(__name__, alert.dataset, alert.batch_id).event(
-        "alert_sent", channel="slack", kind=alert.kind, severity=alert.severity, webhook=where,
-    )
+    page = message.get_body(("html",))
+    for image in alert.images:
+        page.add_related(image.png, maintype="image", subtype="png", cid=f"<{image.cid}>",
+                         filename=image.filename, disposition="inline")
+    return message
 
 
 def write_alert_file(lake: Lake, alert: Alert) -> str:
@@ -297,8 +335,15 @@ def write_alert_file(lake: Lake, alert: Alert) -> str:
     HTML file's path.
     """
     base = lake.state("alerts", alert.dataset, f"{alert.batch_id}-{alert.kind}")
-    write_text(f"{base}.html", alert.html)
-    write_json(f"{base}.json", {**asdict(alert), "slack_payload": alert.slack_payload()})
+    page = alert.html
+    for image in alert.images:  # a browser opening the file finds the chart beside it
+        name = f"{base.rpartition('/')[2]}-{image.cid}.png"
+        write_png(f"{base}-{image.cid}.png", image.png)
+        page = page.replace(f'src="cid:{image.cid}"', f'src="{name}"')
+    write_text(f"{base}.html", page)
+    document = {key: value for key, value in asdict(alert).items() if key != "images"}
+    write_json(f"{base}.json", {**document, "slack_payload": alert.slack_payload(),
+                                "images": [image.filename for image in alert.images]})
     log = batch_logger(__name__, alert.dataset, alert.batch_id)
     log.event("alert_written", kind=alert.kind, severity=alert.severity, path=f"{base}.html",
               subject=alert.subject)
@@ -345,12 +390,15 @@ def _where(paths: dict[str, str]) -> _Facts:
 
 
 def _alert(
-    dataset: str, batch_id: str, kind: str, severity: str, subject: str, blocks: list[_Block]
+    dataset: str, batch_id: str, kind: str, severity: str, subject: str, blocks: list[_Block],
+    images: tuple[InlineImage, ...] = (),
 ) -> Alert:
     return Alert(
         dataset=dataset, batch_id=batch_id, kind=kind, severity=severity, subject=subject,
         text=_render_text(subject, blocks), html=_render_html(subject, blocks),
-        slack_sections=tuple(_fit_section(_render_slack(block)) for block in blocks),
+        slack_sections=tuple(_fit_section(section) for section in map(_render_slack, blocks)
+                             if section),
+        images=images,
     )
 
 
@@ -382,6 +430,14 @@ def _render_text(subject: str, blocks: list[_Block]) -> str:
                 parts.append("\n".join(
                     [f"{heading}:"] + [f"  - {note}" for note in notes] + [f"    {raw}"]
                 ))
+            case _Image(heading, _, alt):
+                parts.append(f"{heading}: {alt} (a chart in the HTML version of this alert)")
+            case _Commands(heading, items):
+                parts.append("\n".join([f"{heading}:"] + [
+                    line for why, command in items for line in (f"  - {why}:", f"      {command}")
+                ]))
+            case _Link(heading, _, url):
+                parts.append(f"{heading}: {url}")
     return "\n\n".join(parts) + "\n"
 
 
@@ -417,6 +473,17 @@ def _render_html(subject: str, blocks: list[_Block]) -> str:
                     + "</ul><pre style=\"white-space:pre-wrap;background:#f4f4f4;padding:6px\">"
                     + f"{esc(raw)}</pre>"
                 )
+            case _Image(heading, cid, alt):
+                body.append(f"<h3>{esc(heading)}</h3><img src=\"cid:{esc(cid)}\" alt=\"{esc(alt)}\" "
+                            f"width=\"{CHART_WIDTH}\" style=\"max-width:100%;height:auto\">")
+            case _Commands(heading, items):
+                body.append(f"<h3>{esc(heading)}</h3><ul>" + "".join(
+                    f"<li>{esc(why)}:<br><code style=\"background:#f4f4f4;padding:2px 4px\">"
+                    f"{esc(command)}</code></li>" for why, command in items
+                ) + "</ul>")
+            case _Link(heading, label, url):
+                body.append(f"<p><strong>{esc(heading)}:</strong> "
+                            f"<a href=\"{esc(url)}\">{esc(label)}</a></p>")
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
         f"<title>{esc(subject)}</title></head>\n<body style=\"font-family:sans-serif\">\n"
@@ -455,6 +522,14 @@ def _render_slack(block: _Block) -> str:
                 [f"*{esc(heading)}*"] + [f"• {esc(note)}" for note in notes]
                 + [f"```{_slack_code(raw)}```"]
             )
+        case _Image():
+            return ""  # Slack gets the numbers (the trend facts) and the run's link, no image
+        case _Commands(heading, items):
+            return "\n".join([f"*{esc(heading)}*"] + [
+                f"• {esc(why)}: `{_slack_code(command)}`" for why, command in items
+            ])
+        case _Link(heading, label, url):
+            return f"*{esc(heading)}:* <{_slack_escape(url)}|{esc(label)}>"
 
 
 def _fit_section(text: str) -> str:

@@ -68,6 +68,17 @@ def _batch_rate(entry: dict[str, Any]) -> BatchRate:
     )
 
 
+def pending_entry(summary: dict[str, Any], publish: bool) -> dict[str, Any]:
+    """A batch's summary.json as the ledger will record it, for `dataset_trend(pending=)`."""
+    reasons = sorted((summary.get("reasons") or {}).items(), key=lambda item: (-item[1], item[0]))
+    return {
+        "batch_id": summary["batch_id"], "batch_date": summary["batch_date"],
+        "verdict": "published" if publish else "held", "messages": summary["messages"],
+        "quarantined": summary["quarantined"], "quarantine_rate": summary["quarantine_rate"],
+        "top_reasons": [list(item) for item in reasons[:5]],
+    }
+
+
 def is_rising(rates: list[float]) -> bool:
     """Whether the least-squares line through the rates climbs: one spike among calm
     batches tilts it less than a feed that gets worse batch after batch."""
@@ -89,19 +100,30 @@ def _day(value: str) -> str:
 
 
 def dataset_trend(lake: Lake, config: DatasetConfig, *, since: str | None = None,
-                  until: str | None = None, last: int = LAST_BATCHES) -> Trend:
+                  until: str | None = None, last: int = LAST_BATCHES,
+                  pending: dict[str, Any] | None = None, limit: int | None = None) -> Trend:
     """The trend of `config`'s dataset over batch dates `since`..`until` (inclusive; open
     ends by default). Empty batches are drawn but say nothing about the rate, so `last`
-    counts non-empty ones."""
+    counts non-empty ones. `pending` is a ledger entry not recorded yet (the batch an alert
+    is about: the ledger records it after the alert): it takes its place in data order,
+    replacing an earlier record of the same batch. `limit` keeps the latest batches only
+    (an alert's chart): the producers are then counted over those alone, so an alert never
+    reads every quarantine partition of a long history."""
     if last < 1:
         raise ValueError(f"last must be at least 1 batch, got {last}")
     since, until = (_day(d) if d else None for d in (since, until))
     if since and until and since > until:
         raise ValueError(f"date range {since}..{until} is empty: since is after until")
+    entries = batch_entries(lake, config.name)
+    if pending is not None:
+        entries = sorted(
+            [e for e in entries if e["batch_id"] != pending["batch_id"]] + [pending],
+            key=lambda entry: (entry["batch_date"], entry["batch_id"]),
+        )
     batches = tuple(
-        _batch_rate(entry) for entry in batch_entries(lake, config.name)
+        _batch_rate(entry) for entry in entries
         if (not since or entry["batch_date"] >= since) and (not until or entry["batch_date"] <= until)
-    )
+    )[-limit if limit else 0:]
     recent = [b for b in batches if b.messages][-last:]
     messages = sum(b.messages for b in recent)
     return Trend(
@@ -211,15 +233,19 @@ def trend_uri(lake: Lake, dataset: str) -> str:
 def write_trend(trend: Trend, lake: Lake, path: str | None = None) -> str:
     """Write the chart to `path` (any fsspec URI) or `reports/<dataset>/trend.png`; returns where."""
     uri = path or trend_uri(lake, trend.dataset)
-    png = render_trend(trend)
+    write_png(uri, render_trend(trend))
+    return uri
+
+
+def write_png(uri: str, png: bytes) -> None:
+    """Write an image to any fsspec URI, aside then moved: a reader never sees half a PNG."""
     fs, target = fsspec.core.url_to_fs(uri)
     parent = target.rsplit("/", 1)[0]
     if parent and parent != target:
         fs.makedirs(parent, exist_ok=True)
-    with fs.open(f"{target}.tmp", "wb") as handle:  # a reader never sees half a PNG
+    with fs.open(f"{target}.tmp", "wb") as handle:
         handle.write(png)
     fs.mv(f"{target}.tmp", target)
-    return uri
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

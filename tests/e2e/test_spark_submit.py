@@ -62,3 +62,32 @@ def test_the_submit_operator_sends_the_parser_jar_with_the_job(tmp_path, monkeyp
     with pytest.raises(AirflowException):
         operator.execute({})
     assert operator.conf["spark.jars"] == f"{parser_jar()},/opt/extra.jar"
+
+
+def test_spark_warnings_reach_the_task_log_as_warnings(tmp_path, monkeypatch, caplog):
+    """Under real spark-submit: a log4j WARN from the driver's JVM is a WARNING in the log,
+    the job's JSON line is on the job's logger."""
+    import logging
+
+    from foodtaster_airflow.spark_submit import JOB_LOGGER, SPARK_LOGGER, ValidateBatchOperator
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type": "spark", "host": "local[1]"}')
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    app = tmp_path / "app.py"
+    app.write_text(
+        "from pyspark.sql import SparkSession\n"
+        "spark = SparkSession.builder.getOrCreate()\n"
+        "jvm = spark.sparkContext._jvm\n"
+        "jvm.org.apache.logging.log4j.LogManager.getLogger('probe').warn('probe says careful')\n"
+        "spark.stop()\n"
+        "print('{\"dataset\": \"orders\", \"batch_id\": \"p1\", \"messages\": 0}')\n"
+    )
+    caplog.set_level(logging.INFO)
+    operator = ValidateBatchOperator(task_id="validate", application=str(app), dataset="orders")
+    operator.application_args = []  # the probe takes none
+    operator.execute({})
+    routed = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
+    assert any(name == SPARK_LOGGER and level == "WARNING" and "WARN probe: probe says careful"
+               in line for name, level, line in routed), routed[-20:]
+    assert (JOB_LOGGER, "INFO", '{"dataset": "orders", "batch_id": "p1", "messages": 0}') in routed
+    assert not any(level == "INFO" and " WARN " in line for _, level, line in routed)

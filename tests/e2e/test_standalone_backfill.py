@@ -163,6 +163,18 @@ def test_backfill_of_three_days_then_the_same_backfill_again_adds_no_row(standal
     assert [(e["batch_id"], e["verdict"]) for e in entries] == [
         (d.replace("-", ""), "published") for d in DAYS
     ]
+    # each run's note, set by the run through the REST API, names its batch and verdict
+    assert_notes(api, "foodtaster_orders", again, "published")
+
+
+def assert_notes(api: AirflowApi, dag_id: str, runs: list[dict], verdict: str) -> None:
+    """The notes as the API serves them to the UI: the verdict first, then the batch."""
+    notes = {run["dag_run_id"]: run.get("note") for run in api.dag_runs(dag_id)}
+    for run in runs:
+        day = run["logical_date"][:10]
+        note = notes[run["dag_run_id"]] or ""
+        assert note.startswith(f"{verdict}: batch {day.replace('-', '')}, inbox date {day}"), (
+            run["dag_run_id"], note)
 
 
 def test_the_dag_pauses_itself_after_disable_after_held_batches(standalone, lake):
@@ -170,6 +182,7 @@ def test_the_dag_pauses_itself_after_disable_after_held_batches(standalone, lake
     dag_id = "foodtaster_orders_poisoned"
     runs = run_backfill(api, dag_id, POISONED_DAYS, log, max_active_runs=1)
     assert [run["state"] for run in runs] == ["success"] * 2, runs
+    assert_notes(api, dag_id, runs, "HELD, not published")
 
     the_lake = Lake(lake)
     held = [e for e in ledger.batch_entries(the_lake, "orders_poisoned") if e["verdict"] != "empty"]

@@ -1,9 +1,13 @@
-"""Alerts over real loopback SMTP and HTTP servers: what arrives is what an operator reads."""
+"""Alerts over real loopback SMTP and HTTP servers: what arrives is what an operator reads.
+
+Sent as the DAG sends them: through Airflow's SMTP and Slack providers' hooks, over
+connections defined as `AIRFLOW_CONN_*` variables pointing at the sinks."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +19,12 @@ from foodtaster.ops.alerts import (
     AlertDeliveryError,
     build_batch_alert,
     build_disabled_alert,
-    send_email,
-    send_slack,
     write_alert_file,
 )
 from foodtaster.ops.policy import decide
 from foodtaster.registry import AlertChannels, DatasetConfig
 from foodtaster.state.lake import Lake
+from foodtaster_airflow import channels
 
 CONFIG = DatasetConfig(
     name="orders", contract="contracts.orders:Orders", expectation_suite="expectations/orders.json",
@@ -63,6 +66,37 @@ def summary(**changes: Any) -> dict[str, Any]:
 def batch_alert(**changes: Any):
     document = summary(**changes)
     return build_batch_alert(document, decide(document, CONFIG), CONFIG, {})
+
+
+@pytest.fixture(autouse=True)
+def _own_connections(monkeypatch):
+    """Each test defines the connections it sends through; none leaks to the next."""
+    for name in [n for n in os.environ if n.startswith("AIRFLOW_CONN_")]:
+        monkeypatch.delenv(name)
+    yield
+    for name in ("AIRFLOW_CONN_SMTP_TEST", "AIRFLOW_CONN_SLACK_TEST"):
+        os.environ.pop(name, None)
+
+
+def send_email(alert, *, host: str, port: int, sender: str, recipients: list[str],
+               login: str | None = None, password: str | None = None, timeout: float = 30):
+    """Define an SMTP connection to the sink (plain SMTP: the SMTP provider's disable_ssl and
+    disable_tls) and send through it, as the alert task does."""
+    extra = {"from_email": sender, "disable_ssl": True, "disable_tls": True,
+             "timeout": int(timeout), "retry_limit": 0}
+    os.environ["AIRFLOW_CONN_SMTP_TEST"] = json.dumps({
+        "conn_type": "smtp", "host": host, "port": port, "login": login, "password": password,
+        "extra": extra})
+    channels.send_email(alert, recipients, "smtp_test")
+
+
+def send_slack(alert, webhook_url: str, timeout: float = 30):
+    """Define a Slack webhook connection (the whole URL as its password, as the Slack
+    provider allows) and post through it, as the alert task does."""
+    os.environ["AIRFLOW_CONN_SLACK_TEST"] = json.dumps({
+        "conn_type": "slackwebhook", "password": webhook_url,
+        "extra": {"timeout": int(timeout)}})
+    channels.send_slack(alert, "slack_test")
 
 
 def test_email_arrives_with_the_facts_and_samples_escaped() -> None:
@@ -260,3 +294,65 @@ def test_the_alert_log_line_shows_the_rate_as_written(
     # the alert text line is %-formatted with args: it keeps single percent signs too
     assert any("Quarantine rate:" in r.getMessage() and "28.70% (alert_rate 2.00%" in
                r.getMessage() for r in caplog.records)
+
+
+def test_the_email_carries_the_trend_chart_inline_the_next_commands_and_the_run_link(tmp_path):
+    from alert_support import HELD_ID, RUN_URL, held_alert_with_trend
+
+    alert, found = held_alert_with_trend(str(tmp_path / "lake"), CONFIG)
+    # the pending batch is in the trend, in data order, and the feed is getting worse
+    assert [b.batch_id for b in found.batches][-1] == HELD_ID
+    assert found.rising and found.recent_rate == (2 + 6 + 12 + 40 + 116) / 2000
+    assert found.producers[0] == ("fulfilment-svc", 1 + 3 + 6 + 20 + 100)
+    with SmtpSink() as sink:
+        send_email(alert, host=sink.host, port=sink.port, sender="foodtaster@example.com",
+                   recipients=["data-oncall@example.com"])
+    [message] = sink.messages
+    assert message.get_content_type() == "multipart/alternative"
+    related = message.get_payload()[1]
+    assert related.get_content_type() == "multipart/related"
+    page_part, image = related.get_payload()
+    assert image.get_content_type() == "image/png" and image["Content-ID"] == "<trend>"
+    assert image.get_content().startswith(b"\x89PNG") and len(image.get_content()) > 5000
+    page = page_part.get_content()
+    text = message.get_body(("plain",)).get_content()
+    assert '<img src="cid:trend"' in page
+    commands = (
+        f"foodtaster quarantine show --dataset orders --batch {HELD_ID}",
+        f"foodtaster poison add --dataset orders --batch {HELD_ID} --file part-1.jsonl "
+        '--line 7 --why "..."',
+        f'foodtaster release --dataset orders --batch {HELD_ID} --why "..."',
+        "foodtaster redrive --dataset orders --from 2026-11-12 --to 2026-11-12 --dry-run",
+    )
+    for body, quoted in ((text, str), (page, lambda c: c.replace('"', "&quot;"))):
+        assert "Last 5 batches:" in body or "Last 5 batches</th>" in body
+        assert "8.80% quarantined" in body and "RISING" in body
+        assert body.index("fulfilment-svc") < body.index("checkout-svc") < body.index("loyalty-svc")
+        for command in commands:
+            assert quoted(command) in body, command
+    assert RUN_URL in text and f'<a href="{RUN_URL}">' in page.replace("&amp;", "&")
+    # Slack: the numbers and the link, no image
+    with WebhookSink() as hook:
+        send_slack(alert, f"{hook.url}/services/T0/B0/X")
+    slack = "\n".join(b["text"]["text"] for b in json.loads(hook.requests[0][2])["blocks"][1:])
+    assert "8.80% quarantined" in slack and "RISING" in slack and f"<{RUN_URL}|" in slack
+    assert "cid:" not in slack and "`foodtaster redrive --dataset orders" in slack
+
+
+def test_a_published_batch_has_no_release_or_redrive_command(tmp_path):
+    alert = batch_alert()
+    assert "foodtaster quarantine show --dataset orders --batch 20261120" in alert.text
+    assert "foodtaster poison add --dataset orders --batch 20261120 --file part-1.jsonl --line 17" \
+        in alert.text
+    assert "foodtaster release" not in alert.text and "foodtaster redrive" not in alert.text
+    assert alert.images == () and "<img" not in alert.html
+
+
+def test_the_alert_file_shows_the_chart_beside_it(tmp_path):
+    from alert_support import held_alert_with_trend
+
+    alert, _ = held_alert_with_trend(str(tmp_path / "lake"), CONFIG)
+    path = Path(write_alert_file(Lake(str(tmp_path / "lake")), alert))
+    page = path.read_text(encoding="utf-8")
+    assert 'src="20261112-batch-trend.png"' in page and "cid:" not in page
+    assert (path.parent / "20261112-batch-trend.png").read_bytes() == alert.images[0].png

@@ -245,27 +245,26 @@ def test_the_dag_pauses_every_disable_after_held_batches_in_a_row(streak, after,
 # --------------------------------------------------------------- connections
 
 
-def test_slack_webhook_urls_from_connections():
-    assert channels.slack_webhook_url(conn(password="T0/B0/X")) == (
-        "https://hooks.slack.com/services/T0/B0/X")
-    assert channels.slack_webhook_url(
-        conn(host="http://127.0.0.1:9000/services", password="T0/B0/X")
-    ) == "http://127.0.0.1:9000/services/T0/B0/X"
-    assert channels.slack_webhook_url(conn(host="hooks.example.com", port=8443, password="T")) == (
-        "https://hooks.example.com:8443/T")
-    assert channels.slack_webhook_url(
-        conn(extra_dejson={"webhook_url": "https://x.example/hook"})
-    ) == "https://x.example/hook"
+def test_the_run_link_is_built_from_airflows_base_url(monkeypatch):
+    run_id = "manual__2026-11-20T00:00:00+00:00"
+    monkeypatch.setenv("AIRFLOW__API__BASE_URL", "https://airflow.example.com/team/")
+    assert channels.run_url("foodtaster_orders", run_id) == (
+        "https://airflow.example.com/team/dags/foodtaster_orders/runs/"
+        "manual__2026-11-20T00%3A00%3A00%2B00%3A00")
+    monkeypatch.delenv("AIRFLOW__API__BASE_URL")
+    assert channels.run_url("d", "r").startswith("http://localhost:8080/dags/d/runs/r")
 
 
-def test_smtp_settings_from_connections():
-    plain = channels.smtp_settings(conn(host="mail", port=1025,
-                                        extra_dejson={"from_email": "ft@example.com"}))
+def test_smtp_settings_follow_the_smtp_providers_conventions():
+    # SSL and STARTTLS unless the connection disables them, as SmtpHook does
+    plain = channels.smtp_settings(conn(host="mail", port=1025, extra_dejson={
+        "from_email": "ft@example.com", "disable_tls": "true", "disable_ssl": True}))
     assert plain == {"host": "mail", "port": 1025, "sender": "ft@example.com", "login": None,
-                     "password": None, "starttls": False}
+                     "ssl": False, "starttls": False}
     tls = channels.smtp_settings(conn(host="mail", login="bot@example.com", password="pw",
-                                      extra_dejson={"disable_tls": "false"}))
-    assert tls["starttls"] and tls["sender"] == "bot@example.com" and tls["port"] == 25
+                                      extra_dejson={"disable_ssl": "true"}))
+    assert tls["starttls"] and not tls["ssl"]
+    assert tls["sender"] == "bot@example.com" and tls["port"] == 25
 
 
 def test_the_api_client_from_a_connection():

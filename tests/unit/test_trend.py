@@ -131,3 +131,18 @@ def test_the_trend_command_prints_the_rate_and_writes_the_chart(lake, tmp_path, 
     assert out.read_bytes().startswith(PNG)
     assert main(["trend", "orders", "--since", "2026-13-01"]) == 2
     assert "not a calendar day" in capsys.readouterr().err
+
+
+def test_a_limit_keeps_the_latest_batches_and_counts_their_producers_only(lake):
+    t = trend.dataset_trend(lake, CONFIG, limit=1)
+    assert [b.batch_date for b in t.batches] == ["2026-11-05"]
+    assert t.producers == (("fulfilment-svc", 20), ("checkout-svc", 10))
+
+
+def test_a_pending_batch_takes_its_place_and_replaces_its_earlier_record(lake):
+    summary = {"batch_id": "20261104", "batch_date": "2026-11-04", "messages": 100,
+               "quarantined": 50, "quarantine_rate": 0.5, "reasons": {"json.invalid": 50}}
+    t = trend.dataset_trend(lake, CONFIG, pending=trend.pending_entry(summary, publish=False))
+    assert [(b.batch_date, b.verdict, b.quarantine_rate) for b in t.batches][2:4] == [
+        ("2026-11-03", "empty", 0.0), ("2026-11-04", "held", 0.5)]
+    assert len(t.batches) == 5 and t.batches[3].top_reasons == (("json.invalid", 50),)
