@@ -260,3 +260,10 @@ def test_the_alert_log_line_shows_the_rate_as_written(
     # the alert text line is %-formatted with args: it keeps single percent signs too
     assert any("Quarantine rate:" in r.getMessage() and "28.70% (alert_rate 2.00%" in
                r.getMessage() for r in caplog.records)
+
+
+def test_the_alert_says_how_many_were_held_for_their_group_and_how_many_groups_are_open() -> None:
+    alert = batch_alert(retrying=7, held_for_group=12, groups_open=5)
+    assert "12 of the quarantined; 5 groups open" in alert.text
+    assert "7 of the quarantined (retryable rules only)" in alert.text
+    assert "groups open" not in batch_alert().text  # a dataset without conversations
