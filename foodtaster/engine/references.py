@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import fsspec
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -99,13 +100,20 @@ def reference_keys(spark: SparkSession, lake: Lake, reference: Reference) -> Dat
     """The referenced dataset's published keys (distinct), or None when it never published:
     a reference to a dataset not yet in the lake is not checked (logged by the caller),
     so that setting up a new dataset never quarantines everything that points at it."""
-    root = zone_root(lake, "valid", reference.dataset)
-    if not exists(root):
-        return None
-    published = spark.read.parquet(root)  # Spark skips `_staging`: published rows only
-    if reference.key not in published.columns:
+    published = read_published(spark, lake, reference.dataset)
+    if published is None or reference.key not in published.columns:
         return None
     return published.select(F.col(reference.key).cast("string").alias("_ref_key")).distinct()
+
+
+def read_published(spark: SparkSession, lake: Lake, dataset: str) -> DataFrame | None:
+    """Every published valid row of a dataset, or None when there is none yet (no partition,
+    or only staged ones: Spark skips `_staging`, and cannot read a folder with no data)."""
+    root = zone_root(lake, "valid", dataset)
+    fs, path = fsspec.core.url_to_fs(root)
+    if not exists(root) or not fs.glob(f"{path}/batch_date=*/batch_id=*/*.parquet"):
+        return None
+    return spark.read.parquet(root)
 
 
 def mark_references(rows: DataFrame, keyed: list[tuple[Reference, DataFrame | None]]) -> DataFrame:

@@ -122,9 +122,8 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
         "*", lineage_key().alias("_key"), F.col("batch_date").cast("string").alias("_batch_date"))
     done = spark.createDataFrame([(k,) for k in state.done()] or [("",)], "_key string")
     pending = quarantine.join(F.broadcast(done), "_key", "left_anti")
-    valid_root = zone_root(lake, "valid", config.name)
-    published_keys = (spark.read.parquet(valid_root).select(lineage_key().alias("_key"))
-                      if exists(valid_root) else None)
+    published = references.read_published(spark, lake, config.name)
+    published_keys = None if published is None else published.select(lineage_key().alias("_key"))
     at = now.isoformat()
 
     if policies:
