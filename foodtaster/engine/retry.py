@@ -19,7 +19,7 @@ row already in `valid` (same lineage) is never published again.
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -51,7 +51,8 @@ def only_retryable(policies: dict[str, references.RetryPolicy]) -> Column:
 
 def due(rows: DataFrame, policies: dict[str, references.RetryPolicy], attempts: DataFrame,
         now: datetime) -> DataFrame:
-    """Add `_attempts`, `_max_attempts` and keep the retryable rows (`_key` lineage) due at `now`.
+    """Add `_attempts`, `_max_attempts`, `_next_wait_s` (the wait after one more attempt) and
+    keep the retryable rows (`_key` lineage) due at `now`.
 
     A row's policy is its first reason's rule's; `attempts` holds `_key, _attempts, _last_at`.
     """
@@ -66,6 +67,7 @@ def due(rows: DataFrame, policies: dict[str, references.RetryPolicy], attempts: 
     return (
         joined.withColumn("_attempts", tried)
         .withColumn("_max_attempts", by_rule(lambda p: p.max_attempts).cast("int"))
+        .withColumn("_next_wait_s", wait * by_rule(lambda p: p.backoff_factor))
         .where(since + wait <= F.lit(now.timestamp()))
         .drop("_last_at")
     )
@@ -120,7 +122,8 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
     state = retries.state()
     quarantine = spark.read.parquet(quarantine_root).select(
         "*", lineage_key().alias("_key"), F.col("batch_date").cast("string").alias("_batch_date"))
-    done = spark.createDataFrame([(k,) for k in state.done()] or [("",)], "_key string")
+    settled = state.done() | resolved_lineages(lake, config.name)  # by this pass, a redrive, a purge
+    done = spark.createDataFrame([(k,) for k in settled] or [("",)], "_key string")
     pending = quarantine.join(F.broadcast(done), "_key", "left_anti")
     published = references.read_published(spark, lake, config.name)
     published_keys = None if published is None else published.select(lineage_key().alias("_key"))
@@ -137,25 +140,35 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
             .withColumn("_failed", F.lit(False)), keyed,
         ).persist()
         try:
-            verdicts = checked.select("_key", "_attempts", "_max_attempts", "_failed").collect()
+            verdicts = checked.select("_key", "_attempts", "_max_attempts", "_next_wait_s",
+                                      "_failed").collect()
             summary["due"] = len(verdicts)
             passed = checked.where(~F.col("_failed"))
             if published_keys is not None:  # already published (a redrive got there first): not twice
                 passed = passed.join(published_keys, "_key", "left_anti")
-            keys = [r["_key"] for r in passed.select("_key").collect()]
-            if keys:
+            out = passed.select("_key", "_batch_date").collect()
+            if out:
+                keys = [r["_key"] for r in out]
                 paths = publish_later(spark, lake, config, passed, redrive_id + "-r", run_id)
                 summary["paths"].update(paths)
                 retries.published(keys, ",".join(paths.values()), "retry passed", run_id)
-                record_status(lake, config.name, "redriven", keys, where=paths, by=f"retry {run_id}")
-            summary["published"] = len(keys)
+                record_status(lake, config.name, "redriven", keys, by="retry", run=run_id,
+                              why="its retryable rules pass now",
+                              where=[paths[r["_batch_date"]] for r in out])
+            summary["published"] = len(out)
         finally:
             checked.unpersist()
-        failing = {r["_key"]: (r["_attempts"] + 1, r["_max_attempts"]) for r in verdicts if r["_failed"]}
-        spent = [k for k, (n, most) in failing.items() if n >= most]
-        retries.attempted({k: n for k, (n, _) in failing.items()}, run_id, at)
+        failing = {r["_key"]: (r["_attempts"] + 1, r["_max_attempts"], r["_next_wait_s"])
+                   for r in verdicts if r["_failed"]}
+        spent = [k for k, (n, most, _) in failing.items() if n >= most]
+        waiting = [k for k in failing if k not in set(spent)]
+        retries.attempted({k: n for k, (n, _, _) in failing.items()}, run_id, at)
         retries.exhausted(spent, run_id, at)
-        record_status(lake, config.name, "exhausted", spent, rule=EXHAUSTED_RULE, by=f"retry {run_id}")
+        record_status(lake, config.name, "retrying", waiting, by="retry", run=run_id, why="still failing",
+                      attempts=[failing[k][0] for k in waiting],
+                      next_at=[(now + timedelta(seconds=failing[k][2])).isoformat() for k in waiting])
+        record_status(lake, config.name, "exhausted", spent, by="retry", run=run_id,
+                      why=f"{EXHAUSTED_RULE}: failed every attempt", attempts=[failing[k][0] for k in spent])
         summary["attempted"], summary["exhausted"] = len(failing), len(spent)
         state = retries.state()
 
@@ -190,5 +203,6 @@ def _release_groups(spark: SparkSession, lake: Lake, config: DatasetConfig, pend
                                 order=[config.group_by, config.order_by])
         paths.update(written)
         RetryLog(lake, config.name).published(keys, ",".join(written.values()), "group released", run_id)
-        record_status(lake, config.name, "redriven", keys, where=written, by=f"group release {run_id}")
+        record_status(lake, config.name, "redriven", keys, by="group release", run=run_id,
+                      why="its group was released", where=",".join(written.values()))
     return {"released_poison": len(released), "held_published": len(keys), "groups_open": len(still_open)}

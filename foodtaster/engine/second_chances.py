@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, timedelta
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -21,7 +22,9 @@ from foodtaster.logs import BatchLogger
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.groups import GroupLog, Poison
 from foodtaster.state.lake import Lake
-from foodtaster.state.second_chances import lineage_key
+from foodtaster.state.second_chances import dispositions, lineage_key, record_status
+
+LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
 
 
 @dataclass
@@ -31,6 +34,7 @@ class Extras:
     opened: DataFrame | None
     unchecked: list[str] = field(default_factory=list)  # references not checked (nothing published)
     poison: list[Poison] = field(default_factory=list)
+    retrying: list[tuple[str, str]] = field(default_factory=list)  # (lineage key, next attempt), for the log
 
     @property
     def retryable(self) -> dict[str, references.RetryPolicy]:
@@ -62,7 +66,15 @@ class Extras:
         rules = list(self.retryable)
         if rules:
             only_retryable = F.forall("reasons", lambda r: r["rule"].isin(*rules))
-            counts["retrying"] = quarantine.where(F.size("reasons") > 0).where(only_retryable).count()
+            retrying = quarantine.where(F.size("reasons") > 0).where(only_retryable)
+            counts["retrying"] = retrying.count()
+            if dispositions() is not None:  # their status, with the first attempt's time
+                first = self.retryable[rules[0]].wait_s(0)
+                self.retrying = [
+                    (lineage_key(r["_batch_id"], r["_source_file"], r["_line_number"]),
+                     (r["_ingested_at"].astimezone(UTC) + timedelta(seconds=first)).isoformat())
+                    for r in retrying.select(*LINEAGE).collect()
+                ]
         if self.config.group_by:
             counts["held_for_group"] = quarantine.where(
                 F.array_contains(F.col("reasons.rule"), groups.RULE)).count()
@@ -76,7 +88,11 @@ class Extras:
         return counts
 
     def record(self, lake: Lake, batch_id: str) -> int | None:
-        """Write the batch's poison messages to the groups log; returns how many groups are open."""
+        """Write the batch's retrying rows to the dispositions log and its poison messages to the
+        groups log; returns how many groups are open."""
+        record_status(lake, self.config.name, "retrying", [k for k, _ in self.retrying], by="job",
+                      run=batch_id, why="failed retryable rules only", attempts=0,
+                      next_at=[at for _, at in self.retrying])
         if not self.config.group_by:
             return None
         log = GroupLog(lake, self.config.name)

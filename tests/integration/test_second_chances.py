@@ -166,3 +166,33 @@ def test_a_poisoned_conversation_is_held_until_released_then_published_in_order(
     assert published == expected
     assert group not in log.open_groups()
     _accounting(spark, lake, "orders", runs["orders"])
+
+
+# With the dispositions log of the redrive (foodtaster.state.dispositions), once the branches
+# meet: every status the pass sets is there too, and a purge releases a group.
+def test_statuses_go_to_the_dispositions_log_and_a_purge_releases_a_group(spark, tmp_path):
+    dispo = pytest.importorskip("foodtaster.state.dispositions", reason="the redrive branch's log")
+    inbox, lake = tmp_path / "inbox", Lake(str(tmp_path / "lake"))
+    days = DAYS[:2]
+    truth = sample.generate_second_chances(inbox, days, orders_per_day=12, late_share=0.3,
+                                           poisoned_share=0.2, seed=8)
+    start = datetime.now(UTC)
+    summaries = []
+    for index, day in enumerate(days):
+        _batch(spark, lake, CUSTOMERS, inbox, day)
+        summaries.append(_batch(spark, lake, ORDERS, inbox, day))
+        run_retries(spark, ORDERS, lake, now=start + timedelta(days=index, hours=13), run_id=f"d{index}")
+    counts = dispo.Dispositions(lake, "orders").state().counts()
+    assert counts.get("redriven", 0) == len(RetryLog(lake, "orders").state().published) > 0
+    assert counts.get("retrying", 0) > 0  # the job's, then the pass's attempts
+    # an operator purges a poison message: its group is released, its held messages published
+    poisoned = next(o for o in truth.orders if o.expected == "quarantined")
+    quarantine = spark.read.parquet(f"{lake.root}/quarantine/orders")
+    row = quarantine.where(F.col("message_id") == poisoned.message_id).first()
+    dispo.Dispositions(lake, "orders").record(
+        "purged", [(row["_batch_id"], row["_source_file"], row["_line_number"])], by="test", why="bad order")
+    done = run_retries(spark, ORDERS, lake, now=start + timedelta(days=30), run_id="after-purge")
+    held = [o.message_id for o in truth.orders if o.order_id == poisoned.order_id and o.expected == "held"]
+    assert done["released_poison"] >= 1 and done["held_published"] >= len(held)
+    assert poisoned.order_id not in GroupLog(lake, "orders").open_groups()
+    _accounting(spark, lake, "orders", summaries)
