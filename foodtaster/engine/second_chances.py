@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from foodtaster.engine import groups, references
 from foodtaster.engine.reasons import Check
 from foodtaster.logs import BatchLogger
-from foodtaster.registry import DatasetConfig
+from foodtaster.registry import DatasetConfig, RegistryError
 from foodtaster.state.groups import GroupLog, Poison
 from foodtaster.state.lake import Lake
 from foodtaster.state.second_chances import dispositions, lineage_key, record_status
@@ -112,5 +112,11 @@ def prepare(spark: SparkSession, lake: Lake, config: DatasetConfig, log: BatchLo
         keyed.append((ref, keys))
     opened = None
     if config.group_by:
+        fields = set(config.load_contract().to_schema().columns)
+        missing = [name for name in (config.group_by, config.order_by) if name not in fields]
+        if missing or "message_id" not in fields:
+            raise RegistryError(
+                f"{config.name}: group_by/order_by {missing} are not fields of {config.contract}"
+                if missing else f"{config.name}: a conversation needs a message_id field to name its poison")
         opened = groups.open_frame(spark, GroupLog(lake, config.name).open_poison())
     return Extras(config, keyed, opened, unchecked)

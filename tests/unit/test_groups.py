@@ -87,3 +87,14 @@ def test_group_by_needs_order_by(tmp_path):
 def test_orders_are_conversations_of_an_order():
     config = load_registry()["orders"]
     assert (config.group_by, config.order_by) == ("order_id", "created_at")
+
+
+def test_a_conversation_on_a_field_the_contract_lacks_is_refused_by_name(spark, tmp_path):
+    import dataclasses
+
+    from foodtaster.engine.second_chances import prepare
+    from foodtaster.logs import batch_logger
+
+    config = dataclasses.replace(load_registry()["orders"], group_by="basket_id")
+    with pytest.raises(RegistryError, match=r"\['basket_id'\] are not fields of contracts.orders:Orders"):
+        prepare(spark, Lake(str(tmp_path)), config, batch_logger(__name__, "orders", "b1"))
