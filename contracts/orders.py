@@ -16,7 +16,12 @@ STATUSES = ["CREATED", "PAID", "SHIPPED", "DELIVERED", "CANCELLED"]
 class Orders(pa.DataFrameModel):
     message_id: Series[str] = pa.Field(str_matches=r"^[A-Za-z0-9_-]{1,64}$", unique=True)
     order_id: Series[str] = pa.Field(str_length={"min_value": 1})
-    customer_id: Series[str] = pa.Field(str_length={"min_value": 1})
+    # Must be a published customer; customers may land a day or two after their first
+    # order, so the rule is retried (every 12 h, then 24 h, 48 h) before it is given up on.
+    customer_id: Series[str] = pa.Field(str_length={"min_value": 1}, metadata={
+        "references": "customers.customer_id",
+        "retry": {"max_attempts": 4, "backoff_s": 43200, "backoff_factor": 2},
+    })
     amount: Series[float] = pa.Field(ge=0, le=1_000_000)
     currency: Series[str] = pa.Field(isin=CURRENCIES)
     status: Series[str] = pa.Field(isin=STATUSES)

@@ -54,6 +54,10 @@ class DatasetConfig:
     disable_after: int = 5
     alerts: AlertChannels = field(default_factory=AlertChannels)
     source: SourceConfig = field(default_factory=InboxSource)  # where its batches come from
+    # A conversation: messages with one `group_by` value, in `order_by` order. A quarantined
+    # message holds the later ones of its group (foodtaster.engine.groups).
+    group_by: str | None = None
+    order_by: str | None = None
 
     def load_contract(self) -> type:
         module_name, _, attr = self.contract.partition(":")
@@ -113,6 +117,9 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
         raise RegistryError(
             f"dataset {name!r}: max_message_bytes, max_file_bytes and disable_after must be > 0"
         )
+    if (config.group_by is None) != (config.order_by is None):
+        raise RegistryError(f"dataset {name!r}: group_by and order_by go together (a conversation "
+                            "is a group of messages and their order)")
     return config
 
 

@@ -592,6 +592,108 @@ def write_truth(truth: Sequence[LineTruth], path: str | Path) -> None:
         )
 
 
+# ---------------------------------------------------------------- second chances
+# Orders and the customers they reference, over several days: some customers land a day
+# or two after their first order (the orders wait as `retrying`), some orders are
+# conversations whose first message is poison (the later ones are held for their group).
+
+SECOND_CHANCE_OUTCOMES = ("valid", "retrying", "held", "quarantined")
+
+
+@dataclass(frozen=True, slots=True)
+class OrderTruth:
+    """One order message of `generate_second_chances` and what must become of it."""
+
+    message_id: str
+    order_id: str
+    day: str  # the inbox date it lands in
+    customer_day: str | None  # when its customer lands; None: never, within the days
+    expected: str  # on its own day's run: one of SECOND_CHANCE_OUTCOMES
+
+
+@dataclass
+class SecondChances:
+    orders: list[OrderTruth]
+    customers: dict[str, int]  # day -> customers landed that day
+
+    def expected(self, day: str) -> dict[str, int]:
+        """Outcome -> orders of `day`'s batch, on its own run (customers of that day published first)."""
+        return dict(Counter(o.expected for o in self.orders if o.day == day))
+
+
+def _customer_record(customer: int, day: date, rng: random.Random) -> dict[str, object]:
+    return {"message_id": f"cu-{customer:05d}", "customer_id": f"c-{customer:05d}",
+            "name": f"Customer {customer}", "email": f"customer{customer}@example.com",
+            "tier": rng.choice(("standard", "plus", "business")),
+            "created_at": f"{day.isoformat()}T08:00:00.000Z"}
+
+
+def _order_record(message_id: str, order: str, customer: int, status: str, at: datetime,
+                  currency: str) -> dict[str, object]:
+    return {"message_id": message_id, "order_id": order, "customer_id": f"c-{customer:05d}",
+            "amount": 25.5, "currency": currency, "status": status,
+            "created_at": at.isoformat(timespec="milliseconds").replace("+00:00", "Z"), "items": 1,
+            "producer": "checkout-svc"}
+
+
+def _write_lines(folder: Path, name: str, records: list[dict[str, object]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("".join(_dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def generate_second_chances(inbox: str | Path, days: Sequence[str], *, orders_per_day: int = 30,
+                            late_share: float = 0.2, poisoned_share: float = 0.1,
+                            seed: int = 5) -> SecondChances:
+    """Write `inbox/orders/dt=<day>/` and `inbox/customers/dt=<day>/` for each day.
+
+    Each order is a conversation: CREATED, then PAID an hour later, and for one in three
+    SHIPPED the next day (in the next day's batch). About `late_share` of the orders have a
+    customer who lands one or two days after the order (past the last day: never);
+    about `poisoned_share` have a CREATED in an unknown currency, which holds the rest of
+    the conversation. Every other customer lands on the order's day.
+    """
+    rng = random.Random(seed)
+    dates = [date.fromisoformat(d) for d in days]
+    orders: dict[str, list[dict[str, object]]] = {d: [] for d in days}
+    customers: dict[str, list[dict[str, object]]] = {d: [] for d in days}
+    truth: list[OrderTruth] = []
+    customer = 0
+    for index, day in enumerate(dates):
+        for n in range(orders_per_day):
+            customer += 1
+            draw = rng.random()
+            late = rng.choice((1, 2)) if draw < late_share else 0
+            poisoned = late_share <= draw < late_share + poisoned_share
+            arrives = dates[index + late] if index + late < len(dates) else None
+            if arrives is not None:
+                customers[arrives.isoformat()].append(_customer_record(customer, arrives, rng))
+            order = f"o-{day:%Y%m%d}-{n:04d}"
+            start = datetime(day.year, day.month, day.day, 9, tzinfo=UTC) + timedelta(minutes=n)
+            steps = [("CREATED", start, day), ("PAID", start + timedelta(hours=1), day)]
+            if n % 3 == 0 and index + 1 < len(dates):
+                steps.append(("SHIPPED", start + timedelta(days=1), dates[index + 1]))
+            for step, (status, at, lands) in enumerate(steps):
+                message_id = f"sc-{order}-{step}"
+                currency = "XXX" if poisoned and step == 0 else "EUR"
+                orders[lands.isoformat()].append(
+                    _order_record(message_id, order, customer, status, at, currency))
+                waiting = arrives is None or arrives > lands
+                if poisoned:
+                    expected = "quarantined" if step == 0 else "held"
+                elif waiting:
+                    expected = "retrying"
+                else:  # an earlier message still retrying holds the group
+                    expected = "held" if arrives > day else "valid"
+                truth.append(OrderTruth(message_id, order, lands.isoformat(),
+                                        arrives.isoformat() if arrives else None, expected))
+    root = Path(inbox)
+    for d in days:
+        _write_lines(root / "orders" / f"dt={d}", f"orders-{d}.jsonl", orders[d])
+        if customers[d]:
+            _write_lines(root / "customers" / f"dt={d}", f"customers-{d}.jsonl", customers[d])
+    return SecondChances(truth, {d: len(customers[d]) for d in days})
+
+
 # ---------------------------------------------------------------- the command
 
 

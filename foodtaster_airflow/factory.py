@@ -3,7 +3,8 @@
 Per run (one data interval, the inbox folder `dt=<date>` of its start):
 
     land -> has_messages -> validate -> gate -> publish ----> ledger
-                                              \\-> alert ----/
+                                     \\         \\-> alert ----/
+                                      \\-> retry
 
 - land copies the interval's new inbox files to the raw partition (or, with the
   `batch_id` param, finds an already landed batch to reprocess);
@@ -13,7 +14,10 @@ Per run (one data interval, the inbox folder `dt=<date>` of its start):
 - gate reads the batch summary and applies `foodtaster.ops.policy.decide`;
 - publish makes the staged valid rows visible and emits the dataset's Asset event;
 - alert runs only when the verdict says so; ledger records the batch and pauses the
-  DAG after `disable_after` held batches in a row.
+  DAG after `disable_after` held batches in a row;
+- retry is the retry pass (`spark_jobs/retry_rows.py`): quarantined rows of retryable
+  rules that are due, and held messages of released groups; it runs after validate, and
+  also when an empty landing skipped it (a referenced dataset may have landed meanwhile).
 
 Parsing reads only pipeline.yaml: no Spark, pandera or Great Expectations import,
 no connection, Variable or network at parse time.
@@ -33,7 +37,8 @@ from foodtaster_airflow import steps
 from foodtaster_airflow.spark_submit import ValidateBatchOperator
 
 VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
-TASK_IDS = ("land", "has_messages", "validate", "gate", "publish", "alert", "ledger")
+RETRY_JOB = PROJECT_ROOT / "spark_jobs" / "retry_rows.py"
+TASK_IDS = ("land", "has_messages", "validate", "gate", "publish", "alert", "ledger", "retry")
 DEFAULT_ARGS = {
     "owner": "foodtaster",
     "retries": 1,  # a lake hiccup; every step can run again safely
@@ -186,8 +191,23 @@ def build_dag(config: DatasetConfig) -> DAG:
         recorded = ledger(landed)
 
         gate_open >> validate >> decision
+        validate >> _retry_task(dataset)
         [published, alerted] >> recorded
     return dag
+
+
+def _retry_task(dataset: str) -> ValidateBatchOperator:
+    """The retry pass, submitted like the validation job (same connection, jar, environment).
+    One at a time a dataset: two passes at once would both publish a row that became due."""
+    retry = ValidateBatchOperator(
+        task_id="retry", application=str(RETRY_JOB), dataset=dataset, name=f"foodtaster-retry-{dataset}",
+        trigger_rule=TriggerRule.NONE_FAILED, max_active_tis_per_dag=1, **VALIDATE_RETRIES,
+    )
+    retry.application_args = [  # the validation job's arguments would name a batch; a pass takes none
+        "--dataset", dataset, "--lake", "{{ ti.xcom_pull(task_ids='land')['lake'] }}",
+        "--run-id", "{{ run_id }}",
+    ]
+    return retry
 
 
 def build_dags(registry: str | Path | None = None) -> dict[str, DAG]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import time
 import urllib.parse
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,9 +21,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 
-from foodtaster.engine import ingest, layers, listed, rules
+from foodtaster.engine import ingest, layers, listed, rules, second_chances
 from foodtaster.engine.duplicates import mark_duplicates, repeated_keys
-from foodtaster.engine.reasons import REASONS, any_failed, check, collect
+from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
 from foodtaster.logs import batch_logger
 from foodtaster.ops.policy import decide
 from foodtaster.registry import DatasetConfig
@@ -130,10 +131,12 @@ def decide_outcomes(
     return marked.withColumn("_outcome", outcome).drop("_redelivery")
 
 
-def with_reasons(rows: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
-    """Add `reasons` to rows from `decide_outcomes`: why each failed, and its conflict if any."""
+def with_reasons(rows: DataFrame, contract: rules.Contract, max_message_bytes: int,
+                 extra: Sequence[Check] = ()) -> DataFrame:
+    """Add `reasons` to rows from `decide_outcomes`: why each failed, its conflict if any, and
+    the `extra` checks of columns joined in the pass (references, the group hold)."""
     explained = explain(rows, contract, max_message_bytes)
-    reasons = F.concat(F.col("_reasons"), F.col("_conflict")).cast(REASONS)
+    reasons = F.concat(F.col("_reasons"), F.col("_conflict"), *(c.reason for c in extra)).cast(REASONS)
     if listed.ENTRY in rows.columns:  # a listed message's one reason is its entry's why
         reasons = listed.unless_listed(reasons).cast(REASONS)
     return explained.withColumn("reasons", reasons).drop("_reasons", "_conflict")
@@ -153,10 +156,11 @@ def valid_rows(valid: DataFrame, contract: rules.Contract) -> DataFrame:
     return valid.select(*_typed_fields(contract), *LINEAGE)
 
 
-def quarantine_rows(quarantined: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
+def quarantine_rows(quarantined: DataFrame, contract: rules.Contract, max_message_bytes: int,
+                    extra: Sequence[Check] = ()) -> DataFrame:
     """Quarantined rows (`with_outcome(rows, QUARANTINED)`) as written: `_raw`, `reasons`,
     the fields that could be parsed, and lineage."""
-    return with_reasons(quarantined, contract, max_message_bytes).select(
+    return with_reasons(quarantined, contract, max_message_bytes, extra).select(
         "_raw", "reasons", *_typed_fields(contract), *LINEAGE
     )
 
@@ -230,6 +234,7 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     contract = rules.read_contract(config.load_contract())
     entries = PoisonList(lake, config.name).entries()  # read once; small, so broadcast
     poison = listed.poison_frame(spark, entries) if entries else None
+    extras = second_chances.prepare(spark, lake, config, log)  # referenced keys, open groups: once
     manifest = _manifest(run.input_path)
     log.event("started", input=run.input_path, contract=config.contract, run_id=run.run_id)
 
@@ -241,8 +246,9 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         else:  # without a manifest nobody counted the lines the reader would skip: hold them all
             lines = ingest.read_lines(spark, run.input_path, config.line_read_bytes if manifest else None)
         # The one pass over every message; all that follows reads this copy, not the input.
-        flagged = _keep(with_listed(flag_lines(lines, contract, config.max_message_bytes), poison,
-                                    unique_key(contract)), held)
+        flagged = _keep(extras.mark(with_listed(flag_lines(lines, contract, config.max_message_bytes),
+                                                poison, unique_key(contract))), held)
+        flagged = extras.hold(flagged, run.batch_id, lambda small: _persist(small, held))
         offsets = _persist(ingest.split_offsets(flagged), held)  # one row a file split
         ingested_at = _ingested_at(manifest, offsets)
         lines_read = offsets.agg(F.sum("_split_lines")).first()[0] or 0
@@ -274,7 +280,7 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         # stage as the scan, their code slowed every row of the batch (500k, warm, best of five:
         # quarantine written in 1.3 s kept apart, 1.5 s read through).
         to_quarantine = _keep(with_outcome(rows, QUARANTINED), held)
-        quarantine = quarantine_rows(to_quarantine, contract, config.max_message_bytes)
+        quarantine = quarantine_rows(to_quarantine, contract, config.max_message_bytes, extras.checks())
         unread = _unread_items(spark, run.input_path, manifest, config)
         if unread is not None:
             quarantine = quarantine.unionByName(
@@ -300,6 +306,7 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         _check_accounting(messages, valid_count, quarantined, duplicates_dropped, config.name,
                           run.batch_id)
         reason_counts, samples = _reasons_and_samples(written_quarantine)
+        chances = extras.count(written_quarantine, run.batch_id)
         timings["metrics_s"] = time.perf_counter() - mark
         report = lake.report(config.name, run.batch_id)
 
@@ -321,7 +328,7 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         "messages": messages, "valid": valid_count, "quarantined": quarantined,
         "duplicates_dropped": duplicates_dropped, "listed": reason_counts.get(listed.RULE, 0),
         "quarantine_rate": round(quarantined / messages, 6) if messages else 0.0,
-        "reasons": reason_counts, "samples": samples, "gate": gate,
+        "reasons": reason_counts, "samples": samples, "gate": gate, **chances,
         "paths": {
             "staged_valid": staged, "valid": lake.valid(config.name, run.batch_date, run.batch_id),
             "quarantine": quarantine_path, "report": report, "data_docs": gate.get("data_docs"),
@@ -340,6 +347,9 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         publish_batch(lake, config.name, run.batch_date, run.batch_id)
         summary["published"] = True
     # A held batch leaves an earlier publication of it in place: holding never deletes data.
+    groups_open = extras.record(lake, run.batch_id)  # after the data, as all state
+    if groups_open is not None:
+        summary["groups_open"] = groups_open
     timings["total_s"] = time.perf_counter() - started
     summary["timings"] = {k: round(v, 3) for k, v in timings.items()}
     write_json(lake.summary(config.name, run.batch_id), summary)

@@ -180,6 +180,7 @@ def build_batch_alert(
             ("Quarantined", str(summary["quarantined"])),
             ("Already listed", f"{summary.get('listed') or 0} of the quarantined (poison list)"),
             ("Duplicates dropped", str(summary.get("duplicates_dropped", 0))),
+            *_second_chance_facts(summary),
             ("Quarantine rate", f"{rate:.2%} (alert_rate {config.alert_rate:.2%}, "
                                 f"hold_rate {config.hold_rate:.2%})"),
             ("Batch gate", "passed" if gate.get("passed", True) else "FAILED"),
@@ -349,6 +350,17 @@ def write_alert_file(lake: Lake, alert: Alert) -> str:
               subject=alert.subject)
     log.info("alert text follows\n%s", alert.text)
     return f"{base}.html"
+
+
+def _second_chance_facts(summary: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Retrying rows and held conversations, for datasets that have them."""
+    facts = []
+    if summary.get("retrying"):
+        facts.append(("Retrying", f"{summary['retrying']} of the quarantined (retryable rules only)"))
+    if "groups_open" in summary:
+        facts.append(("Held for their group", f"{summary.get('held_for_group') or 0} of the quarantined; "
+                                              f"{summary['groups_open']} groups open"))
+    return tuple(facts)
 
 
 def _sample_block(sample: dict[str, Any], number: int, shown: int) -> _Sample:

@@ -356,3 +356,10 @@ def test_the_alert_file_shows_the_chart_beside_it(tmp_path):
     page = path.read_text(encoding="utf-8")
     assert 'src="20261112-batch-trend.png"' in page and "cid:" not in page
     assert (path.parent / "20261112-batch-trend.png").read_bytes() == alert.images[0].png
+
+
+def test_the_alert_says_how_many_were_held_for_their_group_and_how_many_groups_are_open() -> None:
+    alert = batch_alert(retrying=7, held_for_group=12, groups_open=5)
+    assert "12 of the quarantined; 5 groups open" in alert.text
+    assert "7 of the quarantined (retryable rules only)" in alert.text
+    assert "groups open" not in batch_alert().text  # a dataset without conversations

@@ -18,7 +18,7 @@ from foodtaster.state.lake import BATCH_ID_PATTERN
 
 DAGS_FOLDER = PROJECT_ROOT / "dags"
 PARSE_BUDGET_SECONDS = 5.0
-EXPECTED_TASKS = {"land", "has_messages", "validate", "gate", "publish", "alert", "ledger"}
+EXPECTED_TASKS = {"land", "has_messages", "validate", "gate", "publish", "alert", "ledger", "retry"}
 HEAVY_MODULES = ("pyspark", "pandera", "great_expectations")
 
 TWO_DATASETS = """
@@ -129,7 +129,7 @@ def test_orders_dag_has_the_pipeline_tasks_in_order(bag):
     for edge in [
         ("land", "has_messages"), ("has_messages", "validate"), ("validate", "gate"),
         ("gate", "publish"), ("gate", "alert"), ("publish", "ledger"), ("alert", "ledger"),
-        ("land", "ledger"),
+        ("land", "ledger"), ("validate", "retry"),
     ]:
         assert edge in edges, f"missing {edge[0]} >> {edge[1]}"
     # the empty-landing short circuit must still let the ledger record the batch

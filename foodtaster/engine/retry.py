@@ -1,0 +1,208 @@
+"""The retry pass: second chances for quarantined rows, run after validate in each DAG run.
+
+1. Retryable rows (every reason a retryable rule, foodtaster.engine.references) that are
+   due (`backoff_s * backoff_factor**attempts` after the last attempt, the first after the
+   message landed) are checked again against today's referenced keys. Those that pass are
+   published as a redrive, `valid/<dataset>/batch_date=<their date>/batch_id=redrive-<id>/`,
+   with their original lineage; the others count an attempt, and after `max_attempts` are
+   `exhausted` (reason `retry.exhausted` in the pass's summary). A row with any other
+   reason is never retried.
+2. Groups whose poison messages were published later (by this pass or the redrive) or
+   purged are released (foodtaster.state.groups), and their held messages published, in
+   `order_by` order, as a redrive too.
+
+The quarantine partitions are never rewritten: the attempt counter and what was published
+are in `_state/retries/<dataset>/` (foodtaster.state.retries), written after the data. A
+row already in `valid` (same lineage) is never published again.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from foodtaster.engine import groups, references
+from foodtaster.logs import batch_logger
+from foodtaster.registry import DatasetConfig
+from foodtaster.state.groups import GroupLog
+from foodtaster.state.lake import Lake, exists, new_run_id, swap_in, write_json
+from foodtaster.state.retries import RetryLog
+from foodtaster.state.second_chances import record_status, resolved_lineages, zone_root
+
+EXHAUSTED_RULE = "retry.exhausted"
+LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
+
+
+def lineage_key() -> Column:
+    """`foodtaster.state.second_chances.lineage_key` as a column."""
+    return F.concat_ws("|", "_batch_id", "_source_file",
+                       F.coalesce(F.col("_line_number").cast("string"), F.lit("")))
+
+
+def only_retryable(policies: dict[str, references.RetryPolicy]) -> Column:
+    """True for a row whose every reason is a retryable rule (and that has one)."""
+    rules = list(policies)
+    return (F.size("reasons") > 0) & F.forall("reasons", lambda r: r["rule"].isin(*rules))
+
+
+def due(rows: DataFrame, policies: dict[str, references.RetryPolicy], attempts: DataFrame,
+        now: datetime) -> DataFrame:
+    """Add `_attempts`, `_max_attempts`, `_next_wait_s` (the wait after one more attempt) and
+    keep the retryable rows (`_key` lineage) due at `now`.
+
+    A row's policy is its first reason's rule's; `attempts` holds `_key, _attempts, _last_at`.
+    """
+    def by_rule(pick) -> Column:
+        pairs = [x for rule, p in policies.items() for x in (F.lit(rule), F.lit(float(pick(p))))]
+        return F.create_map(*pairs)[F.col("reasons")[0]["rule"]]
+
+    joined = rows.join(F.broadcast(attempts), "_key", "left")
+    tried = F.coalesce(F.col("_attempts"), F.lit(0))
+    since = F.coalesce(F.col("_last_at"), F.col("_ingested_at").cast("double"))
+    wait = by_rule(lambda p: p.backoff_s) * F.pow(by_rule(lambda p: p.backoff_factor), tried)
+    return (
+        joined.withColumn("_attempts", tried)
+        .withColumn("_max_attempts", by_rule(lambda p: p.max_attempts).cast("int"))
+        .withColumn("_next_wait_s", wait * by_rule(lambda p: p.backoff_factor))
+        .where(since + wait <= F.lit(now.timestamp()))
+        .drop("_last_at")
+    )
+
+
+def publish_later(spark: SparkSession, lake: Lake, config: DatasetConfig, rows: DataFrame,
+                  redrive_id: str, run_id: str, order: list[str] | None = None) -> dict[str, str]:
+    """Publish quarantined rows (their typed fields and original lineage) to
+    `valid/<dataset>/batch_date=<their date>/batch_id=<redrive_id>/`, one swap a date;
+    returns date -> path. The valid schema is the contract's, as the job writes it."""
+    from foodtaster.engine.job import valid_rows  # the job's own column list
+
+    contract = _contract(config)
+    written = {}
+    for (day,) in rows.select("_batch_date").distinct().collect():
+        part = valid_rows(rows.where(F.col("_batch_date") == day), contract)
+        if order:
+            part = part.repartition(1).sortWithinPartitions(*order)
+        staged = lake.run_output("valid", config.name, day, redrive_id, run_id)
+        part.write.mode("overwrite").parquet(staged)
+        target = lake.valid(config.name, day, redrive_id)
+        swap_in(staged, target)
+        written[day] = target
+    return written
+
+
+def _contract(config: DatasetConfig):
+    from foodtaster.engine.rules import read_contract
+
+    return read_contract(config.load_contract())
+
+
+def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: datetime | None = None,
+                run_id: str | None = None) -> dict[str, Any]:
+    """One retry pass over a dataset's quarantine; returns (and writes) its summary."""
+    now = now or datetime.now(UTC)
+    run_id = run_id or new_run_id()
+    redrive_id = f"redrive-{run_id[:50]}"  # the retried rows' partition; held rows' get "-g"
+    log = batch_logger(__name__, config.name, redrive_id)
+    started = time.perf_counter()
+    refs = references.read_references(config.load_contract())
+    policies = references.retryable(refs)
+    summary: dict[str, Any] = {
+        "dataset": config.name, "run_id": run_id, "redrive_id": redrive_id, "at": now.isoformat(),
+        "due": 0, "published": 0, "attempted": 0, "exhausted": 0, "released_poison": 0,
+        "held_published": 0, "paths": {},
+    }
+    quarantine_root = zone_root(lake, "quarantine", config.name)
+    if not (policies or config.group_by) or not exists(quarantine_root):
+        return summary
+    retries = RetryLog(lake, config.name)
+    state = retries.state()
+    quarantine = spark.read.parquet(quarantine_root).select(
+        "*", lineage_key().alias("_key"), F.col("batch_date").cast("string").alias("_batch_date"))
+    settled = state.done() | resolved_lineages(lake, config.name)  # by this pass, a redrive, a purge
+    done = spark.createDataFrame([(k,) for k in settled] or [("",)], "_key string")
+    pending = quarantine.join(F.broadcast(done), "_key", "left_anti")
+    published = references.read_published(spark, lake, config.name)
+    published_keys = None if published is None else published.select(lineage_key().alias("_key"))
+    at = now.isoformat()
+
+    if policies:
+        attempts = spark.createDataFrame(
+            [(k, int(v["attempts"]), datetime.fromisoformat(v["at"]).timestamp())
+             for k, v in state.attempts.items()] or [("", 0, 0.0)],
+            "_key string, _attempts int, _last_at double")
+        keyed = [(ref, references.reference_keys(spark, lake, ref)) for ref in refs if ref.rule in policies]
+        checked = references.mark_references(
+            due(pending.where(only_retryable(policies)), policies, attempts, now)
+            .withColumn("_failed", F.lit(False)), keyed,
+        ).persist()
+        try:
+            verdicts = checked.select("_key", "_attempts", "_max_attempts", "_next_wait_s",
+                                      "_failed").collect()
+            summary["due"] = len(verdicts)
+            passed = checked.where(~F.col("_failed"))
+            if published_keys is not None:  # already published (a redrive got there first): not twice
+                passed = passed.join(published_keys, "_key", "left_anti")
+            out = passed.select("_key", "_batch_date").collect()
+            if out:
+                keys = [r["_key"] for r in out]
+                paths = publish_later(spark, lake, config, passed, redrive_id + "-r", run_id)
+                summary["paths"].update(paths)
+                retries.published(keys, ",".join(paths.values()), "retry passed", run_id)
+                record_status(lake, config.name, "redriven", keys, by="retry", run=run_id,
+                              why="its retryable rules pass now",
+                              where=[paths[r["_batch_date"]] for r in out])
+            summary["published"] = len(out)
+        finally:
+            checked.unpersist()
+        failing = {r["_key"]: (r["_attempts"] + 1, r["_max_attempts"], r["_next_wait_s"])
+                   for r in verdicts if r["_failed"]}
+        spent = [k for k, (n, most, _) in failing.items() if n >= most]
+        waiting = [k for k in failing if k not in set(spent)]
+        retries.attempted({k: n for k, (n, _, _) in failing.items()}, run_id, at)
+        retries.exhausted(spent, run_id, at)
+        record_status(lake, config.name, "retrying", waiting, by="retry", run=run_id, why="still failing",
+                      attempts=[failing[k][0] for k in waiting],
+                      next_at=[(now + timedelta(seconds=failing[k][2])).isoformat() for k in waiting])
+        record_status(lake, config.name, "exhausted", spent, by="retry", run=run_id,
+                      why=f"{EXHAUSTED_RULE}: failed every attempt", attempts=[failing[k][0] for k in spent])
+        summary["attempted"], summary["exhausted"] = len(failing), len(spent)
+        state = retries.state()
+
+    if config.group_by:
+        summary.update(_release_groups(spark, lake, config, pending, published_keys, state.published,
+                                       redrive_id, run_id, summary["paths"]))
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    write_json(lake.report(config.name, redrive_id) + "/retry_summary.json", summary)
+    log.event("retried", **{k: v for k, v in summary.items() if k not in ("paths", "dataset")})
+    return summary
+
+
+def _release_groups(spark: SparkSession, lake: Lake, config: DatasetConfig, pending: DataFrame,
+                    published_keys: DataFrame | None, published: dict[str, str], redrive_id: str,
+                    run_id: str, paths: dict[str, str]) -> dict[str, int]:
+    """Release groups whose poison was published later or purged; publish their held rows in order."""
+    log = GroupLog(lake, config.name)
+    resolved = set(published) | resolved_lineages(lake, config.name)
+    released = log.release(resolved, "poison message published later or purged", f"retry {run_id}")
+    still_open = list(log.open_groups())
+    held = pending.where(F.array_contains(F.col("reasons.rule"), groups.RULE))
+    # A group that is not open holds nothing: its held rows go out (also after a crash
+    # between the release and this publication).
+    opened = spark.createDataFrame([(g,) for g in still_open] or [("",)], "_g string")
+    free = held.join(F.broadcast(opened), F.col(config.group_by).cast("string") == F.col("_g"),
+                     "left_anti")
+    if published_keys is not None:
+        free = free.join(published_keys, "_key", "left_anti")
+    keys = [r["_key"] for r in free.select("_key").collect()]
+    if keys:
+        written = publish_later(spark, lake, config, free, redrive_id + "-g", run_id,
+                                order=[config.group_by, config.order_by])
+        paths.update(written)
+        RetryLog(lake, config.name).published(keys, ",".join(written.values()), "group released", run_id)
+        record_status(lake, config.name, "redriven", keys, by="group release", run=run_id,
+                      why="its group was released", where=",".join(written.values()))
+    return {"released_poison": len(released), "held_published": len(keys), "groups_open": len(still_open)}

@@ -1,0 +1,122 @@
+"""What the job adds to its pass for second chances: reference checks and conversation holds.
+
+Read once at start (`prepare`: the referenced keys and the open groups, both small and
+broadcast), joined in the pass (`mark`, `hold`), explained with the quarantine's other
+reasons (`checks`), counted from what was written (`count`), and recorded at the end,
+after the data (`record`: the batch's poison messages open or extend their groups).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, timedelta
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from foodtaster.engine import groups, references
+from foodtaster.engine.reasons import Check
+from foodtaster.logs import BatchLogger
+from foodtaster.registry import DatasetConfig, RegistryError
+from foodtaster.state.groups import GroupLog, Poison
+from foodtaster.state.lake import Lake
+from foodtaster.state.second_chances import dispositions, lineage_key, record_status
+
+LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
+
+
+@dataclass
+class Extras:
+    config: DatasetConfig
+    keyed: list[tuple[references.Reference, DataFrame | None]]
+    opened: DataFrame | None
+    unchecked: list[str] = field(default_factory=list)  # references not checked (nothing published)
+    poison: list[Poison] = field(default_factory=list)
+    retrying: list[tuple[str, str]] = field(default_factory=list)  # (lineage key, next attempt), for the log
+
+    @property
+    def retryable(self) -> dict[str, references.RetryPolicy]:
+        return references.retryable([ref for ref, _ in self.keyed])
+
+    def mark(self, rows: DataFrame) -> DataFrame:
+        """The reference checks, in the pass: one broadcast join a reference."""
+        return references.mark_references(rows, self.keyed) if self.keyed else rows
+
+    def hold(self, flagged: DataFrame, batch_id: str, keep: Callable[[DataFrame], DataFrame]) -> DataFrame:
+        """Hold the later messages of groups with a poison message (this batch's or open ones).
+        `keep` persists the small table of held groups, read by every later action."""
+        if not self.config.group_by:
+            return flagged
+        by, order = self.config.group_by, self.config.order_by
+        held_groups = keep(groups.holding(flagged, self.opened, by, order, batch_id))
+        return groups.mark_held(flagged, held_groups, by, order)
+
+    def checks(self) -> list[Check]:
+        found = references.reference_checks([ref for ref, _ in self.keyed])
+        if self.config.group_by:
+            found.append(groups.group_check(self.config.group_by))
+        return found
+
+    def count(self, quarantine: DataFrame, batch_id: str) -> dict[str, Any]:
+        """From the written quarantine: how many rows are retrying, how many held for their
+        group; and the batch's poison messages, kept for `record`."""
+        counts: dict[str, Any] = {"retrying": 0, "held_for_group": 0}
+        rules = list(self.retryable)
+        if rules:
+            only_retryable = F.forall("reasons", lambda r: r["rule"].isin(*rules))
+            retrying = quarantine.where(F.size("reasons") > 0).where(only_retryable)
+            counts["retrying"] = retrying.count()
+            if dispositions() is not None:  # their status, with the first attempt's time
+                first = self.retryable[rules[0]].wait_s(0)
+                self.retrying = [
+                    (lineage_key(r["_batch_id"], r["_source_file"], r["_line_number"]),
+                     (r["_ingested_at"].astimezone(UTC) + timedelta(seconds=first)).isoformat())
+                    for r in retrying.select(*LINEAGE).collect()
+                ]
+        if self.config.group_by:
+            counts["held_for_group"] = quarantine.where(
+                F.array_contains(F.col("reasons.rule"), groups.RULE)).count()
+            self.poison = [
+                Poison(lineage_key(r["_batch_id"], r["_source_file"], r["_line_number"]), r["group"],
+                       r["order"], r["message_id"], batch_id)
+                for r in groups.poison_rows(quarantine, self.config.group_by, self.config.order_by).collect()
+            ]
+        if self.unchecked:
+            counts["references_unchecked"] = self.unchecked
+        return counts
+
+    def record(self, lake: Lake, batch_id: str) -> int | None:
+        """Write the batch's retrying rows to the dispositions log and its poison messages to the
+        groups log; returns how many groups are open."""
+        record_status(lake, self.config.name, "retrying", [k for k, _ in self.retrying], by="job",
+                      run=batch_id, why="failed retryable rules only", attempts=0,
+                      next_at=[at for _, at in self.retrying])
+        if not self.config.group_by:
+            return None
+        log = GroupLog(lake, self.config.name)
+        log.poisoned(batch_id, self.poison)
+        return len(log.open_groups())
+
+
+def prepare(spark: SparkSession, lake: Lake, config: DatasetConfig, log: BatchLogger) -> Extras:
+    """Read the state the pass joins, once: referenced keys and open groups."""
+    keyed, unchecked = [], []
+    for ref in references.read_references(config.load_contract()):
+        keys = references.reference_keys(spark, lake, ref)
+        if keys is None:
+            unchecked.append(ref.rule)
+            log.event("reference_unchecked", rule=ref.rule,
+                      why=f"{ref.dataset} has published nothing yet")
+        keyed.append((ref, keys))
+    opened = None
+    if config.group_by:
+        fields = set(config.load_contract().to_schema().columns)
+        missing = [name for name in (config.group_by, config.order_by) if name not in fields]
+        if missing or "message_id" not in fields:
+            raise RegistryError(
+                f"{config.name}: group_by/order_by {missing} are not fields of {config.contract}"
+                if missing else f"{config.name}: a conversation needs a message_id field to name its poison")
+        opened = groups.open_frame(spark, GroupLog(lake, config.name).open_poison())
+    return Extras(config, keyed, opened, unchecked)

@@ -1,0 +1,107 @@
+"""Open conversation groups: which groups of a dataset are held, and for which poison message.
+
+A dataset that declares `group_by` (and `order_by`) in pipeline.yaml holds a group when a
+message of it is quarantined: the later messages of that group are quarantined too, in
+this batch and in later ones, until the group is released (foodtaster.engine.groups).
+The state is an event log (`_state/groups/<dataset>/`, foodtaster.state.events):
+
+- `poisoned`: the quarantined messages of a batch that hold their group (their lineage
+  key, group value, order value, message_id), written by the job after its data;
+- `released`: poison messages that no longer hold their group (redriven, retried
+  successfully, purged, or an operator's word), with why and by whom.
+
+A group is open while one of its poison messages is not released. Both events are keyed
+by the poison's lineage, so the fold gives the same state in any order, and a batch's
+rerun writes the same `poisoned` entries again without opening anything twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from foodtaster.logs import batch_logger
+from foodtaster.state.events import Event, EventLog
+from foodtaster.state.lake import Lake
+
+KIND = "groups"
+COMPACT_AFTER = 200
+
+
+@dataclass(frozen=True)
+class Poison:
+    """A quarantined message that holds its group."""
+
+    lineage: str  # foodtaster.state.second_chances.lineage_key
+    group: str
+    order: str | None  # the order_by value, ISO text; None when it could not be read
+    message_id: str | None
+    batch_id: str
+
+
+def _fold(state: dict[str, Any], event: Event) -> dict[str, Any]:
+    poison, released = dict(state["poison"]), dict(state["released"])
+    if event["type"] == "poisoned":
+        for entry in event["poison"]:
+            poison.setdefault(entry["lineage"], entry)
+    elif event["type"] == "released":
+        for key in event["lineages"]:
+            released.setdefault(key, {"why": event["why"], "by": event["by"], "at": event["at"]})
+    return {"poison": poison, "released": released}
+
+
+def _initial() -> dict[str, Any]:
+    return {"poison": {}, "released": {}}
+
+
+class GroupLog:
+    """A dataset's open groups: read them once, add poison, release it."""
+
+    def __init__(self, lake: Lake, dataset: str) -> None:
+        self.dataset = dataset
+        self.log = EventLog(lake, KIND, dataset)
+
+    def _state(self) -> dict[str, Any]:
+        folded = self.log.fold(_fold, _initial)
+        if folded.unsnapshotted >= COMPACT_AFTER:
+            self.log.compact(_fold, _initial)
+        return folded.state
+
+    def open_poison(self) -> list[Poison]:
+        """The poison messages that hold their group today (a group may have several)."""
+        state = self._state()
+        return sorted(
+            (Poison(**entry) for key, entry in state["poison"].items() if key not in state["released"]),
+            key=lambda p: (p.group, p.order or "", p.lineage),
+        )
+
+    def open_groups(self) -> dict[str, list[Poison]]:
+        """Group value -> its unreleased poison messages."""
+        groups: dict[str, list[Poison]] = {}
+        for poison in self.open_poison():
+            groups.setdefault(poison.group, []).append(poison)
+        return groups
+
+    def poisoned(self, batch_id: str, poison: Iterable[Poison]) -> int:
+        """Record a batch's poison messages (after its data is written); returns how many."""
+        entries = [p.__dict__ for p in poison]
+        if entries:
+            self.log.append({"type": "poisoned", "batch_id": batch_id, "poison": entries})
+            batch_logger(__name__, self.dataset, batch_id).event(
+                "groups_poisoned", messages=len(entries), groups=len({p["group"] for p in entries}))
+        return len(entries)
+
+    def release(self, lineages: Iterable[str], why: str, by: str) -> list[str]:
+        """Release poison messages by lineage key; returns the ones that were holding a group."""
+        holding = {p.lineage for p in self.open_poison()}
+        keys = sorted(set(lineages) & holding)
+        if keys:
+            self.log.append({"type": "released", "lineages": keys, "why": why, "by": by})
+            batch_logger(__name__, self.dataset, "-").event("groups_released", poison=len(keys), why=why,
+                                                             by=by)
+        return keys
+
+    def release_group(self, group: str, why: str, by: str) -> list[str]:
+        """An operator's word: every poison message of `group` stops holding it."""
+        return self.release([p.lineage for p in self.open_groups().get(group, [])], why, by)

@@ -1,0 +1,100 @@
+"""Conversation quarantine: the groups log's fold, and the hold on five rows."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from foodtaster.engine.groups import HELD, group_check, holding, mark_held, open_frame
+from foodtaster.registry import RegistryError, load_registry
+from foodtaster.state.groups import GroupLog, Poison
+from foodtaster.state.lake import Lake
+
+ROWS = "message_id string, order_id string, created_at timestamp, _failed boolean"
+
+
+def poison(lineage, group, order="2026-11-20T09:00:00.000000Z", batch="b1"):
+    return Poison(lineage, group, order, f"m-{lineage}", batch)
+
+
+def test_a_group_is_open_until_each_poison_message_is_released(tmp_path):
+    log = GroupLog(Lake(str(tmp_path)), "orders")
+    assert log.poisoned("b1", [poison("1", "o-1"), poison("2", "o-1"), poison("3", "o-2")]) == 3
+    assert sorted(log.open_groups()) == ["o-1", "o-2"]
+    assert log.release(["1", "3", "unknown"], "redriven", "test") == ["1", "3"]
+    assert list(log.open_groups()) == ["o-1"]  # its second poison still holds it
+    assert log.release_group("o-1", "operator", "test") == ["2"]
+    assert log.open_groups() == {}
+
+
+def test_a_rerun_records_the_same_poison_without_reopening(tmp_path):
+    log = GroupLog(Lake(str(tmp_path)), "orders")
+    log.poisoned("b1", [poison("1", "o-1")])
+    log.release(["1"], "retried", "test")
+    log.poisoned("b1", [poison("1", "o-1")])  # the batch rerun: same lineage, still released
+    assert log.open_groups() == {}
+    log.poisoned("b2", [poison("9", "o-1", batch="b2")])  # a new poison reopens the group
+    assert [p.lineage for p in log.open_groups()["o-1"]] == ["9"]
+
+
+def _rows(spark, rows):
+    return spark.createDataFrame(
+        [(m, o, datetime.fromisoformat(t) if t else None, f) for m, o, t, f in rows], ROWS)
+
+
+def test_later_messages_of_a_poisoned_group_are_held(spark):
+    rows = _rows(spark, [
+        ("a1", "o-1", "2026-11-20 09:00:00", False),  # before the poison: kept
+        ("a2", "o-1", "2026-11-20 10:00:00", True),  # the poison
+        ("a3", "o-1", "2026-11-20 11:00:00", False),  # after it: held
+        ("a4", "o-1", None, False),  # no order: held
+        ("b1", "o-2", "2026-11-20 11:00:00", False),  # another group: kept
+        ("c1", None, "2026-11-20 11:00:00", True),  # no group: holds nothing
+    ])
+    marked = mark_held(rows, holding(rows, None, "order_id", "created_at", "b1"), "order_id", "created_at")
+    got = {r["message_id"]: (r["_failed"], r[HELD]) for r in marked.collect()}
+    assert {m for m, (_, why) in got.items() if why} == {"a3", "a4"}
+    assert got["a2"] == (True, None) and got["a1"] == (False, None) and got["b1"] == (False, None)
+    assert got["a3"][0] and "message a2 of batch b1 was quarantined" in got["a3"][1]
+    reason = marked.where("message_id = 'a3'").select(group_check("order_id").reason).first()[0][0]
+    assert (reason["layer"], reason["rule"], reason["column"], reason["value"]) == (
+        "group", "group.poisoned", "order_id", "o-1")
+
+
+def test_groups_held_by_an_earlier_batch_hold_this_one(spark):
+    opened = open_frame(spark, [poison("x", "o-1", "2026-11-19T12:00:00.000000Z", batch="b0")])
+    rows = _rows(spark, [
+        ("d1", "o-1", "2026-11-20 08:00:00", False),
+        ("d2", "o-1", "2026-11-19 11:00:00", False),  # earlier than the poison: kept
+        ("d3", "o-3", "2026-11-20 08:00:00", False),
+    ])
+    marked = mark_held(rows, holding(rows, opened, "order_id", "created_at", "b1"), "order_id", "created_at")
+    held = {r["message_id"]: r[HELD] for r in marked.collect() if r[HELD]}
+    assert list(held) == ["d1"] and "message m-x of batch b0" in held["d1"]
+
+
+def test_group_by_needs_order_by(tmp_path):
+    registry = tmp_path / "pipeline.yaml"
+    registry.write_text(
+        "datasets:\n  orders:\n    contract: contracts.orders:Orders\n"
+        "    expectation_suite: expectations/orders.json\n    group_by: order_id\n"
+    )
+    with pytest.raises(RegistryError, match="group_by and order_by go together"):
+        load_registry(registry)
+
+
+def test_orders_are_conversations_of_an_order():
+    config = load_registry()["orders"]
+    assert (config.group_by, config.order_by) == ("order_id", "created_at")
+
+
+def test_a_conversation_on_a_field_the_contract_lacks_is_refused_by_name(spark, tmp_path):
+    import dataclasses
+
+    from foodtaster.engine.second_chances import prepare
+    from foodtaster.logs import batch_logger
+
+    config = dataclasses.replace(load_registry()["orders"], group_by="basket_id")
+    with pytest.raises(RegistryError, match=r"\['basket_id'\] are not fields of contracts.orders:Orders"):
+        prepare(spark, Lake(str(tmp_path)), config, batch_logger(__name__, "orders", "b1"))
