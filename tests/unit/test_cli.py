@@ -32,9 +32,11 @@ QUARANTINED = {
 
 
 def run(lake, *args, expect=0):
+    """The CLI on the orders dataset (the registry has more than one: --dataset is needed)."""
     env = {**os.environ, "PYTHONPATH": PROJECT_ROOT, "FOODTASTER_LAKE": str(lake)}
-    done = subprocess.run([sys.executable, "-m", "foodtaster", *args], capture_output=True, text=True,
-                          env=env, timeout=60)
+    dataset = () if "--dataset" in args else ("--dataset", "orders")
+    done = subprocess.run([sys.executable, "-m", "foodtaster", *args, *dataset], capture_output=True,
+                          text=True, env=env, timeout=60)
     assert done.returncode == expect, done.stderr
     return done
 
@@ -103,6 +105,13 @@ def test_poison_add_ls_rm_round_trip(lake):
     assert [line.split()[1] for line in history[1:]] == ["added", "added", "added", "removed"]
 
 
+def test_without_a_dataset_the_cli_names_the_registrys(lake):
+    done = subprocess.run([sys.executable, "-m", "foodtaster", "batches"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": PROJECT_ROOT, "FOODTASTER_LAKE": str(lake)},
+                          timeout=60)
+    assert done.returncode == 2 and "['customers', 'orders']: give --dataset" in done.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "code", "says"),
     [
@@ -137,5 +146,6 @@ def test_the_installed_console_script_runs_the_cli(lake):
             pytest.fail(f"no console script at {script}: pyproject's [project.scripts] not installed")
         pytest.skip(f"no console script at {script}")
     env = {**os.environ, "PYTHONPATH": PROJECT_ROOT, "FOODTASTER_LAKE": str(lake)}
-    done = subprocess.run([script, "batches"], capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run([script, "batches", "--dataset", "orders"], capture_output=True, text=True,
+                          env=env, timeout=60)
     assert done.returncode == 0 and "20261121" in done.stdout, done.stderr

@@ -83,8 +83,9 @@ def test_a_recall_needs_a_published_row(lake):
 
 def _cli(lake: Lake, *args: str, **env: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "foodtaster", "poison", "add", "--batch", BATCH, "--file", "part-0.jsonl",
-         "--line", "3", "--why", "reporting: crashed", "--source", "downstream", "--recall", *args],
+        [sys.executable, "-m", "foodtaster", "poison", "add", "--dataset", "orders", "--batch", BATCH,
+         "--file", "part-0.jsonl", "--line", "3", "--why", "reporting: crashed", "--source", "downstream",
+         "--recall", *args],
         env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FOODTASTER_LAKE": lake.root, **env},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
@@ -119,7 +120,8 @@ def test_a_recall_killed_between_its_swaps_loses_nothing_and_is_finished_by_runn
 
 def test_the_cli_says_what_a_recall_needs(lake):
     done = subprocess.run(
-        [sys.executable, "-m", "foodtaster", "poison", "add", "--message-id", "m1", "--why", "x", "--recall"],
+        [sys.executable, "-m", "foodtaster", "poison", "add", "--dataset", "orders", "--message-id", "m1",
+         "--why", "x", "--recall"],
         env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FOODTASTER_LAKE": lake.root},
         capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--recall needs --batch, --file and --line" in done.stderr
