@@ -148,9 +148,10 @@ def _typed_fields(contract: rules.Contract) -> list[Column]:
     return [F.col(f.name).cast(f.output_type).alias(f.name) for f in contract.fields]
 
 
-def valid_rows(valid: DataFrame, contract: rules.Contract) -> DataFrame:
-    """Valid rows (`with_outcome(rows, VALID)`) as written: typed fields and lineage."""
-    return valid.select(*_typed_fields(contract), *LINEAGE)
+def valid_rows(valid: DataFrame, contract: rules.Contract, *extra: str) -> DataFrame:
+    """Valid rows (`with_outcome(rows, VALID)`) as written: typed fields and lineage (and the
+    `extra` columns a writer partitions by, such as a redrive's `batch_date`)."""
+    return valid.select(*_typed_fields(contract), *LINEAGE, *extra)
 
 
 def quarantine_rows(quarantined: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
