@@ -368,6 +368,7 @@ def ledger_entry(
         "unreadable_files": len(landed["unreadable"]),
         "refused": landed.get("refused", []),  # inbox entries never read: symlinks
         "reprocess": landed.get("reprocess", False),
+        "superseded": landed.get("superseded"),  # a corrected delivery replaced the landed one
         "dag_id": dag_id,
         "run_id": run_id,
     }

@@ -222,7 +222,7 @@ class Dispositions:
         for key, value in details.items():
             if isinstance(value, list) and len(value) != len(rows):
                 raise DispositionError(f"{key} has {len(value)} values for {len(rows)} rows")
-        event = {"type": "disposition", "status": status, "by": by or _who(), "run": run, "why": why,
+        event = {"type": "disposition", "status": status, "by": by or current_user(), "run": run, "why": why,
                  "groups": _groups(rows, details)}
         name = self.log.append(event)
         if self._unsnapshotted + 1 >= COMPACT_AFTER:
@@ -285,7 +285,8 @@ def rows_of(records: Iterable[Any]) -> list[Row]:
     return [Row(get(r, "_batch_id"), get(r, "_source_file"), int(get(r, "_line_number"))) for r in records]
 
 
-def _who() -> str:
+def current_user() -> str:
+    """Who records an event when nobody says: the OS user."""
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no user name in a container without /etc/passwd entry
