@@ -459,7 +459,7 @@ def plan_redrive(dataset: str, params: dict[str, Any], run_id: str) -> dict[str,
         "date_from": date_from[:10] if date_from else None, "date_to": date_to[:10] if date_to else None,
         "rule": given("rule"), "batch_id": check_batch_id(given("batch_id")) if given("batch_id") else None,
         "message_id": given("message_id"), "dry_run": bool(params.get("dry_run", True)), "why": why,
-        "redrive_id": run_id_from(run_id), "by": f"airflow:{run_id}"[:200],
+        "redrive_id": run_id_from(run_id)[:56], "by": f"airflow:{run_id}"[:200],
     }
 
 
