@@ -106,18 +106,19 @@ def _add_way_out_commands(commands: argparse._SubParsersAction) -> None:
     redrive.add_arguments(parser)
     parser.set_defaults(run=redrive.run)
 
-    release = commands.add_parser("release", help="publish a held batch's staged valid rows")
-    release.add_argument("--dataset", help="the dataset (default: the registry's only dataset)")
-    release.add_argument("--lake", help="the lake root (default: $FOODTASTER_LAKE, else ./data/lake)")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--dataset", help="the dataset (default: the registry's only dataset)")
+    common.add_argument("--lake", help="the lake root (default: $FOODTASTER_LAKE, else ./data/lake)")
+    release = commands.add_parser("release", parents=[common],
+                                  help="publish a held batch's staged valid rows")
     release.add_argument("--batch", required=True, help="the held batch's id (`foodtaster batches`)")
     release.add_argument("--why", required=True,
                          help="why its valid rows may be published: the ledger keeps it")
     release.add_argument("--by", help="who releases it (default: your user name)")
     release.set_defaults(run=release_batch)
 
-    history = commands.add_parser("history", help="what became of a quarantined row: status and history")
-    history.add_argument("--dataset", help="the dataset (default: the registry's only dataset)")
-    history.add_argument("--lake", help="the lake root (default: $FOODTASTER_LAKE, else ./data/lake)")
+    history = commands.add_parser("history", parents=[common],
+                                  help="what became of a quarantined row: status and history")
     history.add_argument("--batch", required=True, help="the row's batch id")
     history.add_argument("--file", required=True,
                          help="the row's source file, as in `quarantine show --json`")
