@@ -120,7 +120,8 @@ def select_quarantined(spark: SparkSession, lake: Lake, dataset: str, selection:
     if not parts:
         return None
     base = f"{lake.root.rstrip('/')}/quarantine/{dataset}"
-    rows = (spark.read.option("basePath", base).parquet(*[p.uri for p in parts])
+    # mergeSchema: a partition of unreadable files alone has no contract columns
+    rows = (spark.read.option("basePath", base).option("mergeSchema", "true").parquet(*[p.uri for p in parts])
             .withColumn("batch_date", F.date_format(F.col("batch_date"), "yyyy-MM-dd")))
     judgeable = ~F.exists("reasons", lambda r: r["rule"].isin(*UNJUDGEABLE_RULES)) & F.col(
         "_line_number").isNotNull()
