@@ -225,7 +225,8 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
         plan -> wants_redrive -> redrive (Spark) -> announce
             \-> release
 
-    plan checks the params; redrive is `spark_jobs/redrive.py` through the validate task's
+    plan checks the params; release runs first (or skips), so the redrive's duplicate check
+    sees the released rows as published; redrive is `spark_jobs/redrive.py` through the validate task's
     submit operator; announce and release emit the dataset's Asset event when rows were published.
     """
     dataset = config.name
@@ -250,7 +251,8 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
         def plan(**context) -> dict:
             return steps.plan_redrive(dataset, context["params"], context["run_id"])
 
-        @task.short_circuit(task_id="wants_redrive", ignore_downstream_trigger_rules=False)
+        @task.short_circuit(task_id="wants_redrive", ignore_downstream_trigger_rules=False,
+                            trigger_rule=TriggerRule.NONE_FAILED)  # after a release, or none
         def wants_redrive(planned: dict) -> bool:
             return planned["redrive"]
 
@@ -267,8 +269,7 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
             task_id="redrive", application=str(REDRIVE_JOB), dataset=dataset,
             arguments=redrive_arguments(dataset), name=f"foodtaster-redrive-{dataset}", **VALIDATE_RETRIES,
         )
-        wants_redrive(planned) >> redrive >> announce(planned)
-        release(planned)
+        release(planned) >> wants_redrive(planned) >> redrive >> announce(planned)
     return dag
 
 
