@@ -222,12 +222,12 @@ def redrive_params() -> dict[str, Param]:
 def build_redrive_dag(config: DatasetConfig) -> DAG:
     r"""`foodtaster_<dataset>_redrive`: no schedule, run from the trigger form.
 
-        plan -> wants_redrive -> redrive (Spark) -> announce
-            \-> release
+        plan -> release -> wants_redrive -> redrive (Spark) -> announce
 
     plan checks the params; release runs first (or skips), so the redrive's duplicate check
-    sees the released rows as published; redrive is `spark_jobs/redrive.py` through the validate task's
-    submit operator; announce and release emit the dataset's Asset event when rows were published.
+    sees the released rows as published; redrive is `spark_jobs/redrive.py` through the
+    validate task's submit operator; announce and release emit the dataset's Asset event
+    when rows were published.
     """
     dataset = config.name
     asset = valid_asset(dataset)
