@@ -98,3 +98,14 @@ def test_a_message_already_published_is_a_duplicate_not_a_second_copy(spark, lak
     valid = spark.read.parquet(lake.staged_valid("orders", DAY1, "b1"),
                                lake.valid("orders", DAY1, "redrive-r1"))
     assert valid.count() == valid.select("message_id").distinct().count()
+
+
+def test_a_batch_with_redriven_rows_is_not_rerun(spark, lake):
+    """Judged again, its redriven rows would be published a second time in its own partition."""
+    from foodtaster.engine.job import BatchWasRedriven
+
+    raw = lake.raw("orders", DAY1, "b1")
+    with pytest.raises(BatchWasRedriven, match="would publish them twice"):
+        run_batch(spark, BatchRun(config=get_dataset("orders"), input_path=raw, lake=lake, batch_id="b1",
+                                  batch_date=DAY1, gate=False))
+    check_accounts(lake, "orders")
