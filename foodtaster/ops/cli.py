@@ -275,7 +275,22 @@ def ledger_batches(args: argparse.Namespace) -> int:
     _print_table(("date", "batch", "verdict", "severity", "messages", "valid", "quarantined", "listed",
                   "duplicates", "rate"), rows, right=set(range(4, 10)),
                  empty=f"no batch of {dataset} in the ledger of {lake.root}")
+    _print_ways_out(lake, dataset)
     return 0
+
+
+def _print_ways_out(lake: Any, dataset: str) -> None:
+    """Below the batches: the releases and redrives the ledger recorded, in order."""
+    from foodtaster.state.ledger import redrive_entries
+
+    rows = [(e["recorded_at"][:19], e.get("kind", "redrive"), e.get("released_batch") or e["batch_id"],
+             e.get("by", ""), *(f"{e['counts'].get(name, 0):,}" for name in ("published", "duplicate",
+                                                                              "quarantined")),
+             e.get("why", "")) for e in redrive_entries(lake, dataset)]
+    if rows:
+        print()
+        _print_table(("when", "what", "batch", "by", "published", "duplicates", "still failing", "why"), rows,
+                     right={4, 5, 6}, empty="")
 
 
 def printable(data: bytes | str) -> str:

@@ -63,3 +63,6 @@ def test_the_cli_releases_and_reports_errors_as_usage(lake, capsys):
     assert main(["release", "--dataset", "orders", "--lake", lake.root, "--batch", BATCH,
                  "--why", "again"]) == 2
     assert "already published" in capsys.readouterr().err
+    assert main(["batches", "--dataset", "orders", "--lake", lake.root]) == 0
+    out = capsys.readouterr().out
+    assert "published" in out and "release  20261121  bob" in out and "checked by hand" in out
