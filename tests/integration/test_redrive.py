@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
@@ -109,3 +110,28 @@ def test_a_batch_with_redriven_rows_is_not_rerun(spark, lake):
         run_batch(spark, BatchRun(config=get_dataset("orders"), input_path=raw, lake=lake, batch_id="b1",
                                   batch_date=DAY1, gate=False))
     check_accounts(lake, "orders")
+
+
+def test_a_redrive_beside_a_scheduled_run_of_the_dataset_leaves_every_count_right(spark, lake, tmp_path):
+    """A new batch lands and is judged while a redrive of a range that includes its date runs:
+    whether the redrive saw the new quarantine or not, the accounts add up, and a second
+    redrive finishes the job with nothing published twice."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    day3 = "2026-11-22"
+    generate_batch(tmp_path, messages=120, seed=9, poison_rate=0.25, files=1, gzip_files=0,
+                   kinds=["unknown_enum", "truncated_json"], batch_date=day3)
+    scheduled = BatchRun(config=get_dataset("orders"), input_path=str(tmp_path), lake=lake, batch_id="b3",
+                         batch_date=day3, gate=False)
+    with ThreadPoolExecutor(2) as pool:
+        batch = pool.submit(run_batch, spark, scheduled)
+        redrive = pool.submit(_redrive, spark, lake, day3, redrive_id="r4")
+        summary, _ = batch.result(), redrive.result()
+    assert summary["messages"] == summary["valid"] + summary["quarantined"] + summary["duplicates_dropped"]
+    check_accounts(lake, "orders")
+    _redrive(spark, lake, day3, redrive_id="r5")
+    accounts = check_accounts(lake, "orders")
+    assert accounts["b3"]["redriven"] > 0
+    redriven = sorted(Path(lake.root, "valid", "orders").glob("batch_date=*/batch_id=redrive-*"))
+    published = spark.read.parquet(*[str(p) for p in redriven])
+    assert published.count() == published.select("message_id").distinct().count()
