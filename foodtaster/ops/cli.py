@@ -37,13 +37,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from foodtaster.registry import RegistryError
     from foodtaster.state.browse import NotInLake
+    from foodtaster.state.dispositions import DispositionError
     from foodtaster.state.landing import SupersedeError
     from foodtaster.state.poison import PoisonListError
     from foodtaster.state.release import ReleaseError
 
     try:
         return int(args.run(args) or 0)
-    except (PoisonListError, RegistryError, ReleaseError, SupersedeError) as err:
+    except (PoisonListError, RegistryError, ReleaseError, SupersedeError, DispositionError) as err:
         print(f"foodtaster: error: {err}", file=sys.stderr)
         return USAGE_ERROR
     except NotInLake as err:
@@ -117,6 +118,15 @@ def _add_way_out_commands(commands: argparse._SubParsersAction) -> None:
     release.add_argument("--by", help="who releases it (default: your user name)")
     release.set_defaults(run=release_batch)
 
+    purge = commands.add_parser("purge", parents=[common],
+                                help="give up on quarantined rows on purpose (recorded; the partition stays)")
+    purge.add_argument("--batch", required=True, help="the batch id")
+    purge.add_argument("--file", help="with --line: only the row at this file (its name will do)")
+    purge.add_argument("--line", type=int, help="with --file: only the row at this line")
+    purge.add_argument("--why", required=True, help="why nobody will redrive them")
+    purge.add_argument("--by", help="who purges (default: your user name)")
+    purge.set_defaults(run=purge_rows)
+
     history = commands.add_parser("history", parents=[common],
                                   help="what became of a quarantined row: status and history")
     history.add_argument("--batch", required=True, help="the row's batch id")
@@ -135,6 +145,20 @@ def release_batch(args: argparse.Namespace) -> int:
     released = done["released"]
     print(f"released {dataset} batch {done['batch_id']} ({done['batch_date']}): {done['valid']} valid "
           f"rows published at {done['path']}; ledger: released by {released['by']}: {released['why']}")
+    return 0
+
+
+def purge_rows(args: argparse.Namespace) -> int:
+    from foodtaster.state.dispositions import current_user, purge
+
+    if (args.file is None) != (args.line is None):
+        print("foodtaster: error: --file and --line go together (one row), or neither (the batch)",
+              file=sys.stderr)
+        return USAGE_ERROR
+    lake, dataset = _context(args)
+    rows = purge(lake, dataset, args.batch, args.why, args.by or current_user(),
+                 source_file=args.file, line_number=args.line)
+    print(f"purged {len(rows)} quarantined rows of {dataset} batch {args.batch}: {args.why}")
     return 0
 
 

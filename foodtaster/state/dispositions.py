@@ -277,6 +277,27 @@ def _groups(rows: Sequence[Row | tuple[str, str, int]], details: dict[str, Any])
     return list(grouped.values())
 
 
+def purge(lake: Lake, dataset: str, batch_id: str, why: str, by: str, *,
+          source_file: str | None = None, line_number: int | None = None) -> list[Row]:
+    """Give up on quarantined rows on purpose (status `purged`, the partition untouched): every
+    row of the batch still in quarantine, or the one at `source_file` (or its name) and
+    `line_number`. Returns the rows purged; a row already redriven, duplicate or purged is left."""
+    from foodtaster.state.browse import _names, quarantined_rows
+
+    if not why.strip():
+        raise DispositionError("say why the rows are given up on (--why)")
+    log = Dispositions(lake, dataset)
+    state = log.state()
+    rows = [Row(r["_batch_id"], r["_source_file"], r["_line_number"])
+            for r in quarantined_rows(lake, dataset, batch_id)
+            if r["_line_number"] is not None
+            and (source_file is None or _names(r["_source_file"], source_file))
+            and (line_number is None or r["_line_number"] == line_number)]
+    rows = [row for row in rows if state.status(*row).status not in SETTLED]
+    log.record(PURGED, rows, by=by, run=None, why=why.strip())
+    return rows
+
+
 def rows_of(records: Iterable[Any]) -> list[Row]:
     """Rows from anything with `_batch_id`, `_source_file`, `_line_number` (Spark rows, dicts)."""
     def get(record: Any, key: str) -> Any:

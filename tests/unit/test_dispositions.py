@@ -81,3 +81,26 @@ def test_bad_records_are_refused(tmp_path):
     with pytest.raises(DispositionError, match="2 values for 1 rows"):
         log.record(RETRYING, [("b1", F1, 1)], attempts=[1, 2])
     assert log.record(RETRYING, []) is None
+
+
+def test_purge_gives_up_on_rows_and_the_cli_shows_their_history(tmp_path, capsys):
+    from lake_support import reason, write_batch
+
+    from foodtaster.ops.cli import main
+    from foodtaster.state.dispositions import PURGED
+
+    bad = {2: [reason("json.invalid", "not JSON", layer="parse")], 4: [reason("x.y", "no")]}
+    write_batch(tmp_path, "2026-11-20", "b1", [b'{"a":1}', b"{bad", b'{"a":3}', b'{"a":4}'], bad)
+    lake = ["--dataset", "orders", "--lake", str(tmp_path)]
+    assert main(["purge", *lake, "--batch", "b1", "--file", "part-0.jsonl", "--line", "2",
+                 "--why", "a test message", "--by", "ann"]) == 0
+    assert "purged 1 quarantined rows" in capsys.readouterr().out
+    assert main(["purge", *lake, "--batch", "b1", "--why", "the rest too"]) == 0
+    assert "purged 1 quarantined rows" in capsys.readouterr().out  # the one left
+    state = Dispositions(Lake(str(tmp_path)), "orders").state()
+    assert state.counts("b1") == {PURGED: 2}
+    (row, _status), *_ = list(state)
+    assert main(["history", *lake, "--batch", "b1", "--file", row.source_file, "--line", "2"]) == 0
+    out = capsys.readouterr().out
+    assert ": purged" in out and "ann" in out and "a test message" in out
+    assert main(["purge", *lake, "--batch", "b1", "--line", "2", "--why", "x"]) == 2
