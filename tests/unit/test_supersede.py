@@ -75,3 +75,15 @@ def test_a_marker_without_why_is_refused(held):
     _put(lake, SUPERSEDES, b'{"by": "x"}')
     with pytest.raises(SupersedeError, match="must say why"):
         land_batch(lake, "orders", DATE)
+
+
+def test_the_ledger_entry_of_the_rerun_names_the_replaced_delivery(held):
+    from foodtaster_airflow.steps import ledger_entry
+
+    lake, _ = held
+    _put(lake, "corrected.jsonl", b'{"a": 1}\n')
+    _put(lake, SUPERSEDES, b'{"why": "encoder fixed"}')
+    landed = land_batch(lake, "orders", DATE).as_dict()
+    entry = ledger_entry({**landed, "lake": lake.root}, None, None, None, "dag", "run")
+    assert entry["superseded"]["why"] == "encoder fixed"
+    assert [f["name"] for f in entry["superseded"]["files"]] == ["poisoned.jsonl"]
