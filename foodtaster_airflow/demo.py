@@ -213,6 +213,7 @@ def demo() -> int:
         if date == DEMO_BATCHES[0][0]:
             list_resent(lake, resent)
     failed += stream_demo(af, lake, logs)
+    failed += redrive_demo(af, lake, logs)
     print(f"\nDone in {time.perf_counter() - started:.0f}s. The UI: make airflow")
     return 1 if failed else 0
 
@@ -242,6 +243,64 @@ def stream_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
               f"{entry['duplicates_dropped']} duplicates dropped; _source_file nats://{NATS_STREAM}/..., "
               "_line_number the stream sequence")
     return int(run["state"] != "success")
+
+
+REDRIVE_DAG_ID = f"foodtaster_{DATASET}_redrive"
+POISONED_DATE, POISONED_BATCH = "2026-11-21", "20261121"
+CONTRACT_FIX = "contracts.orders_fix:OrdersCurrencyFix"
+
+
+def redrive_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
+    """After the poisoned day: the contract fix, a dry-run redrive, then the redrive and the
+    release of the held batch in one run of the redrive DAG, and the ledger's story. 1 if a
+    run failed."""
+    import yaml
+
+    from foodtaster.ops.redrive import describe
+    from foodtaster.state import ledger
+    from foodtaster.state.accounts import check_accounts
+
+    document = yaml.safe_load((PROJECT_ROOT / "pipeline.yaml").read_text())
+    document["datasets"][DATASET]["contract"] = CONTRACT_FIX
+    af.registry = AIRFLOW_HOME / "pipeline-contract-fix.yaml"
+    af.registry.write_text(yaml.safe_dump(document, sort_keys=False))
+    print(f"\nThe contract fix: {CONTRACT_FIX} accepts lowercase currency codes (registry "
+          f"{af.registry}).")
+    summary = read_json(lake.summary(DATASET, POISONED_BATCH))
+    runs = [("2026-11-22", "dry run: what would move, by rule", {"date_from": POISONED_DATE})]
+    apply = {"date_from": POISONED_DATE, "dry_run": False, "why": "contract fix: lowercase currency codes"}
+    if not summary.get("published"):  # a second demo finds it released already
+        apply.update(release_batch=POISONED_BATCH)
+    runs.append(("2026-11-23", "redrive, and release the held batch", apply))
+    failed = 0
+    for logical_date, what, conf in runs:
+        log = logs / f"{REDRIVE_DAG_ID}-{logical_date}.log"
+        print(f"\nairflow dags test {REDRIVE_DAG_ID} {logical_date} -c '{conf}'   ({what}; log: {log})",
+              flush=True)
+        run = af.dags_test(REDRIVE_DAG_ID, logical_date, conf=conf, log=log)
+        print(f"run {run['run_id']}: {run['state'].upper()}  "
+              + " ".join(f"{task}={state}" for task, state in run["tasks"].items()))
+        failed += run["state"] != "success"
+        reports = sorted((Path(lake.root) / "reports" / DATASET).glob("redrive-*/redrive.json"),
+                         key=lambda path: read_json(str(path))["finished_at"])
+        if reports:
+            print("\n".join("  " + line for line in describe(read_json(str(reports[-1]))).splitlines()))
+    print("\nThe ledger's story of the poisoned day:")
+    for entry in ledger.batch_entries(lake, DATASET):
+        if entry["batch_id"] == POISONED_BATCH:
+            print(f"  batch {POISONED_BATCH}: {entry['verdict'].upper()}, held because: "
+                  + "; ".join(entry.get("held_why") or entry["why"]))
+            if entry.get("released"):
+                print(f"  released by {entry['released']['by']} at {entry['released']['at']}: "
+                      f"{entry['released']['why']}")
+    for record in ledger.redrive_entries(lake, DATASET):
+        print(f"  {record.get('kind', 'redrive')} {record['batch_id']} by {record['by']}: "
+              f"{record['counts'].get('published', 0)} rows published {sorted(record['published'].values())}")
+    accounts = check_accounts(lake, DATASET)[POISONED_BATCH]
+    print(f"  accounts of {POISONED_BATCH}: {accounts['messages']} messages = {accounts['valid']} valid + "
+          f"{accounts['redriven']} redriven + {accounts['quarantined']} quarantined + "
+          f"{accounts['duplicates_dropped']} duplicates dropped + {accounts['purged']} purged")
+    return failed
 
 
 def standalone(port: int) -> int:

@@ -34,11 +34,13 @@ from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRul
 from foodtaster.registry import PROJECT_ROOT, DatasetConfig, load_registry
 from foodtaster.state.lake import BATCH_ID_PATTERN
 from foodtaster_airflow import steps
-from foodtaster_airflow.spark_submit import ValidateBatchOperator
+from foodtaster_airflow.spark_submit import ValidateBatchOperator, redrive_arguments, retry_arguments
 
 VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
 RETRY_JOB = PROJECT_ROOT / "spark_jobs" / "retry_rows.py"
 TASK_IDS = ("land", "has_messages", "validate", "gate", "publish", "alert", "ledger", "retry")
+REDRIVE_JOB = PROJECT_ROOT / "spark_jobs" / "redrive.py"
+REDRIVE_TASK_IDS = ("plan", "wants_redrive", "redrive", "announce", "release")
 DEFAULT_ARGS = {
     "owner": "foodtaster",
     "retries": 1,  # a lake hiccup; every step can run again safely
@@ -199,17 +201,98 @@ def build_dag(config: DatasetConfig) -> DAG:
 def _retry_task(dataset: str) -> ValidateBatchOperator:
     """The retry pass, submitted like the validation job (same connection, jar, environment).
     One at a time a dataset: two passes at once would both publish a row that became due."""
-    retry = ValidateBatchOperator(
+    return ValidateBatchOperator(
         task_id="retry", application=str(RETRY_JOB), dataset=dataset, name=f"foodtaster-retry-{dataset}",
-        trigger_rule=TriggerRule.NONE_FAILED, max_active_tis_per_dag=1, **VALIDATE_RETRIES,
+        arguments=retry_arguments(dataset), trigger_rule=TriggerRule.NONE_FAILED, max_active_tis_per_dag=1,
+        **VALIDATE_RETRIES,
     )
-    retry.application_args = [  # the validation job's arguments would name a batch; a pass takes none
-        "--dataset", dataset, "--lake", "{{ ti.xcom_pull(task_ids='land')['lake'] }}",
-        "--run-id", "{{ run_id }}",
-    ]
-    return retry
+
+
+def redrive_dag_id_for(dataset: str) -> str:
+    return f"foodtaster_{dataset}_redrive"
+
+
+def redrive_params() -> dict[str, Param]:
+    """The redrive DAG's trigger form: which quarantined rows to judge again, or a batch to release."""
+    def optional(title: str, description: str, **extra) -> Param:
+        return Param(None, type=["null", "string"], title=title, description=description, **extra)
+
+    return {
+        "date_from": optional("From batch date", "First batch date of the quarantined rows to judge "
+                              "again (empty with a release only).", format="date"),
+        "date_to": optional("To batch date", "Last batch date, included. Empty: the same as From.",
+                            format="date"),
+        "rule": optional("Only rule", "Only rows quarantined with a reason of this rule, e.g. "
+                         "currency.isin. Empty: every rule."),
+        "batch_id": optional("Only batch", "Only the quarantined rows of this batch id.",
+                             pattern=BATCH_ID_PATTERN.pattern),
+        "message_id": optional("Only message id", "Only the rows with this message_id."),
+        "dry_run": Param(True, type="boolean", title="Dry run",
+                         description="Judge and count by rule; publish nothing. Untick to publish."),
+        "why": optional("Why", "The fix, or why a batch is released: kept in the history and the ledger."),
+        "release_batch": optional("Release held batch", "Publish this held batch's staged valid rows "
+                                  "(needs Why).", pattern=BATCH_ID_PATTERN.pattern),
+    }
+
+
+def build_redrive_dag(config: DatasetConfig) -> DAG:
+    r"""`foodtaster_<dataset>_redrive`: no schedule, run from the trigger form.
+
+        plan -> release -> wants_redrive -> redrive (Spark) -> announce
+
+    plan checks the params; release runs first (or skips), so the redrive's duplicate check
+    sees the released rows as published; redrive is `spark_jobs/redrive.py` through the
+    validate task's submit operator; announce and release emit the dataset's Asset event
+    when rows were published.
+    """
+    dataset = config.name
+    asset = valid_asset(dataset)
+    with DAG(
+        dag_id=redrive_dag_id_for(dataset),
+        description=f"Redrive quarantined {dataset} rows after a fix, or release a held batch",
+        doc_md=(f"# Foodtaster: redrive `{dataset}`\n\nJudge quarantined rows of a date range again "
+                "against today's contract and poison list and publish those that now pass "
+                f"(`valid/{dataset}/batch_date=<their date>/batch_id=redrive-<id>/`), or release a "
+                "held batch. Dry run is on by default: read the counts by rule in the redrive "
+                "task's log, then trigger again with it off. See docs/operations.md."),
+        schedule=None,
+        start_date=pendulum.parse(config.start_date, tz="UTC"),
+        catchup=False,
+        default_args=DEFAULT_ARGS,
+        tags=["foodtaster", dataset, "redrive"],
+        params=redrive_params(),
+    ) as dag:
+
+        @task(task_id="plan")
+        def plan(**context) -> dict:
+            return steps.plan_redrive(dataset, context["params"], context["run_id"])
+
+        @task.short_circuit(task_id="wants_redrive", ignore_downstream_trigger_rules=False,
+                            trigger_rule=TriggerRule.NONE_FAILED)  # after a release, or none
+        def wants_redrive(planned: dict) -> bool:
+            return planned["redrive"]
+
+        @task(task_id="announce", outlets=[asset])
+        def announce(planned: dict, **context) -> dict:
+            return steps.announce_redrive(dataset, planned, context["outlet_events"][asset])
+
+        @task(task_id="release", outlets=[asset])
+        def release(planned: dict, **context) -> dict:
+            return steps.release(dataset, planned, context["outlet_events"][asset])
+
+        planned = plan()
+        redrive = ValidateBatchOperator(
+            task_id="redrive", application=str(REDRIVE_JOB), dataset=dataset,
+            arguments=redrive_arguments(dataset), name=f"foodtaster-redrive-{dataset}", **VALIDATE_RETRIES,
+        )
+        release(planned) >> wants_redrive(planned) >> redrive >> announce(planned)
+    return dag
 
 
 def build_dags(registry: str | Path | None = None) -> dict[str, DAG]:
-    """Every dataset's DAG by dag id."""
-    return {dag_id_for(name): build_dag(config) for name, config in load_registry(registry).items()}
+    """Every dataset's DAGs by dag id: its pipeline and its redrive."""
+    dags = {}
+    for name, config in load_registry(registry).items():
+        dags[dag_id_for(name)] = build_dag(config)
+        dags[redrive_dag_id_for(name)] = build_redrive_dag(config)
+    return dags

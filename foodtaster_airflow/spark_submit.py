@@ -50,6 +50,24 @@ def job_arguments(dataset: str) -> list[str]:
     ]
 
 
+def _planned(key: str) -> str:
+    return "{{ ti.xcom_pull(task_ids='plan')['" + key + "'] }}"
+
+
+def retry_arguments(dataset: str) -> list[str]:
+    """The retry pass's command line: it takes no batch, it judges the rows that are due."""
+    return ["--dataset", dataset, "--lake", _landed("lake"), "--run-id", "{{ run_id }}"]
+
+
+def redrive_arguments(dataset: str) -> list[str]:
+    """The redrive job's command line (`spark_jobs/redrive.py`), rendered from the plan task's
+    result; an empty option renders as `None`, which the job reads as not given."""
+    options = (("--from", "date_from"), ("--to", "date_to"), ("--rule", "rule"), ("--batch", "batch_id"),
+               ("--message-id", "message_id"), ("--dry-run", "dry_run"), ("--redrive-id", "redrive_id"),
+               ("--why", "why"), ("--by", "by"), ("--lake", "lake"))
+    return ["--dataset", dataset, *(part for flag, key in options for part in (flag, _planned(key)))]
+
+
 def parse_conf(text: str | None) -> dict[str, str]:
     """`spark.a=1, spark.b=x` -> {"spark.a": "1", "spark.b": "x"}."""
     pairs = [part.strip() for part in (text or "").replace("\n", ",").split(",") if part.strip()]
@@ -82,9 +100,11 @@ class ValidateBatchOperator(SparkSubmitOperator):
     (the provider alone would fall back to yarn).
     """
 
-    def __init__(self, *, dataset: str, conn_id: str = "spark_default", **kwargs: Any) -> None:
+    def __init__(self, *, dataset: str, conn_id: str = "spark_default", arguments: list[str] | None = None,
+                 **kwargs: Any) -> None:
+        """`arguments`: another job's command line (the redrive's); default the validation job's."""
         kwargs.setdefault("name", f"foodtaster-validate-{dataset}")
-        super().__init__(conn_id=conn_id, application_args=job_arguments(dataset), **kwargs)
+        super().__init__(conn_id=conn_id, application_args=arguments or job_arguments(dataset), **kwargs)
         self.dataset = dataset
 
     def execute(self, context: Any) -> None:
@@ -107,7 +127,7 @@ class ValidateBatchOperator(SparkSubmitOperator):
             process = getattr(self._hook, "_submit_sp", None)
             if process is not None and process.returncode == USAGE_ERROR:
                 raise AirflowFailException(
-                    f"the validation job rejected its arguments (exit code {USAGE_ERROR}); "
+                    f"the Spark job rejected its arguments (exit code {USAGE_ERROR}); "
                     f"not retrying: {err}"
                 ) from err
             raise

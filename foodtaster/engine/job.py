@@ -151,9 +151,10 @@ def _typed_fields(contract: rules.Contract) -> list[Column]:
     return [F.col(f.name).cast(f.output_type).alias(f.name) for f in contract.fields]
 
 
-def valid_rows(valid: DataFrame, contract: rules.Contract) -> DataFrame:
-    """Valid rows (`with_outcome(rows, VALID)`) as written: typed fields and lineage."""
-    return valid.select(*_typed_fields(contract), *LINEAGE)
+def valid_rows(valid: DataFrame, contract: rules.Contract, *extra: str) -> DataFrame:
+    """Valid rows (`with_outcome(rows, VALID)`) as written: typed fields and lineage (and the
+    `extra` columns a writer partitions by, such as a redrive's `batch_date`)."""
+    return valid.select(*_typed_fields(contract), *LINEAGE, *extra)
 
 
 def quarantine_rows(quarantined: DataFrame, contract: rules.Contract, max_message_bytes: int,
@@ -219,11 +220,31 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     every message is accounted for. The summary is the last thing written.
     """
     with batch_lease(run.lake, run.config.name, run.batch_id, run.run_id):
+        check_not_redriven(run.lake, run.config.name, run.batch_id)
         _clear_runs(run)  # what killed runs of this batch left; no other run is live
         try:
             return _run_batch(spark, run)
         finally:
             _clear_runs(run)
+
+
+class BatchWasRedriven(RuntimeError):
+    """A rerun of a batch some rows of which a redrive published elsewhere: it would publish them twice."""
+
+
+def check_not_redriven(lake: Lake, dataset: str, batch_id: str) -> None:
+    """Refuse to rerun a batch whose rows were redriven (foodtaster.engine.redrive): judged
+    again, they would land in the batch's own valid partition too."""
+    from foodtaster.state.dispositions import DUPLICATE, REDRIVEN, Dispositions
+
+    counts = Dispositions(lake, dataset).state().counts(batch_id)
+    moved = counts.get(REDRIVEN, 0) + counts.get(DUPLICATE, 0)
+    if moved:
+        raise BatchWasRedriven(
+            f"{dataset} batch {batch_id}: {moved} of its quarantined rows were redriven (published "
+            "or found duplicate later); rerunning it would publish them twice. Redrive its "
+            "remaining quarantined rows instead (`foodtaster redrive --batch ...`)"
+        )
 
 
 def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:

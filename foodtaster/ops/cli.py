@@ -34,16 +34,20 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_arguments(commands.add_parser("demo", help=demo.__doc__))
     _add_lake_commands(commands)
     trend.add_arguments(commands.add_parser("trend", help="the quarantine rate of every batch, as a chart"))
+    _add_way_out_commands(commands)
 
     args = parser.parse_args(argv)
     from foodtaster.registry import RegistryError
     from foodtaster.state.browse import NotInLake
+    from foodtaster.state.dispositions import DispositionError
+    from foodtaster.state.landing import SupersedeError
     from foodtaster.state.lease import LeaseHeld
     from foodtaster.state.poison import PoisonListError
+    from foodtaster.state.release import ReleaseError
 
     try:
         return int(args.run(args) or 0)
-    except (PoisonListError, RegistryError) as err:
+    except (PoisonListError, RegistryError, ReleaseError, SupersedeError, DispositionError) as err:
         print(f"foodtaster: error: {err}", file=sys.stderr)
         return USAGE_ERROR
     except NotInLake as err:
@@ -101,6 +105,85 @@ def _add_lake_commands(commands: argparse._SubParsersAction) -> None:
 
     batches = commands.add_parser("batches", parents=[common], help="the ledger: every batch's outcome")
     batches.set_defaults(run=ledger_batches)
+
+
+def _add_way_out_commands(commands: argparse._SubParsersAction) -> None:
+    """The ways out of quarantine and hold: redrive, release, supersede, a row's history."""
+    from foodtaster.ops import redrive
+
+    parser = commands.add_parser("redrive",
+                                 help="judge quarantined rows again after a fix; publish what passes")
+    redrive.add_arguments(parser)
+    parser.set_defaults(run=redrive.run)
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--dataset", help="the dataset (default: the registry's only dataset)")
+    common.add_argument("--lake", help="the lake root (default: $FOODTASTER_LAKE, else ./data/lake)")
+    release = commands.add_parser("release", parents=[common],
+                                  help="publish a held batch's staged valid rows")
+    release.add_argument("--batch", required=True, help="the held batch's id (`foodtaster batches`)")
+    release.add_argument("--why", required=True,
+                         help="why its valid rows may be published: the ledger keeps it")
+    release.add_argument("--by", help="who releases it (default: your user name)")
+    release.set_defaults(run=release_batch)
+
+    purge = commands.add_parser("purge", parents=[common],
+                                help="give up on quarantined rows on purpose (recorded; the partition stays)")
+    purge.add_argument("--batch", required=True, help="the batch id")
+    purge.add_argument("--file", help="with --line: only the row at this file (its name will do)")
+    purge.add_argument("--line", type=int, help="with --file: only the row at this line")
+    purge.add_argument("--why", required=True, help="why nobody will redrive them")
+    purge.add_argument("--by", help="who purges (default: your user name)")
+    purge.set_defaults(run=purge_rows)
+
+    history = commands.add_parser("history", parents=[common],
+                                  help="what became of a quarantined row: status and history")
+    history.add_argument("--batch", required=True, help="the row's batch id")
+    history.add_argument("--file", required=True,
+                         help="the row's source file, as in `quarantine show --json`")
+    history.add_argument("--line", required=True, type=int, help="the row's line number")
+    history.set_defaults(run=row_history)
+
+
+def release_batch(args: argparse.Namespace) -> int:
+    from foodtaster.state.dispositions import current_user
+    from foodtaster.state.release import release_batch as release
+
+    lake, dataset = _context(args)
+    done = release(lake, dataset, args.batch, args.why, args.by or current_user())
+    released = done["released"]
+    print(f"released {dataset} batch {done['batch_id']} ({done['batch_date']}): {done['valid']} valid "
+          f"rows published at {done['path']}; ledger: released by {released['by']}: {released['why']}")
+    return 0
+
+
+def purge_rows(args: argparse.Namespace) -> int:
+    from foodtaster.state.dispositions import current_user, purge
+
+    if (args.file is None) != (args.line is None):
+        print("foodtaster: error: --file and --line go together (one row), or neither (the batch)",
+              file=sys.stderr)
+        return USAGE_ERROR
+    lake, dataset = _context(args)
+    rows = purge(lake, dataset, args.batch, args.why, args.by or current_user(),
+                 source_file=args.file, line_number=args.line)
+    print(f"purged {len(rows)} quarantined rows of {dataset} batch {args.batch}: {args.why}")
+    return 0
+
+
+def row_history(args: argparse.Namespace) -> int:
+    from foodtaster.state.dispositions import Dispositions
+
+    lake, dataset = _context(args)
+    log = Dispositions(lake, dataset)
+    status = log.state().status(args.batch, args.file, args.line)
+    print(f"{args.batch} {_file_name(args.file)}:{args.line}: {status.status}"
+          + (f" ({status.where})" if status.where else ""))
+    rows = [(h.at[:19], h.what, h.by, h.run or "", h.why, ", ".join(h.reasons or ()))
+            for h in log.history(args.batch, args.file, args.line)]
+    _print_table(("when", "what", "by", "run", "why", "reasons"), rows,
+                 empty="quarantined, nothing happened to it since")
+    return 0
 
 
 def _context(args: argparse.Namespace) -> tuple[Any, str]:
@@ -237,7 +320,22 @@ def ledger_batches(args: argparse.Namespace) -> int:
     _print_table(("date", "batch", "verdict", "severity", "messages", "valid", "quarantined", "listed",
                   "duplicates", "rate"), rows, right=set(range(4, 10)),
                  empty=f"no batch of {dataset} in the ledger of {lake.root}")
+    _print_ways_out(lake, dataset)
     return 0
+
+
+def _print_ways_out(lake: Any, dataset: str) -> None:
+    """Below the batches: the releases and redrives the ledger recorded, in order."""
+    from foodtaster.state.ledger import redrive_entries
+
+    rows = [(e["recorded_at"][:19], e.get("kind", "redrive"), e.get("released_batch") or e["batch_id"],
+             e.get("by", ""), *(f"{e['counts'].get(name, 0):,}" for name in ("published", "duplicate",
+                                                                              "quarantined")),
+             e.get("why", "")) for e in redrive_entries(lake, dataset)]
+    if rows:
+        print()
+        _print_table(("when", "what", "batch", "by", "published", "duplicates", "still failing", "why"), rows,
+                     right={4, 5, 6}, empty="")
 
 
 def printable(data: bytes | str) -> str:

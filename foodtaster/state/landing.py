@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import posixpath
 import zlib
 from collections.abc import Iterator
@@ -67,6 +68,14 @@ class LandingError(RuntimeError):
     """A batch cannot be landed as recorded (a landed file is gone, or changed mid-copy)."""
 
 
+class SupersedeError(LandingError):
+    """New files for a held batch without a `_SUPERSEDES` marker: they would mix a poisoned
+    delivery with its correction. The message says how to replace the delivery on purpose."""
+
+
+SUPERSEDES = "_SUPERSEDES"  # marker in an inbox folder: its new files replace the batch's landed ones
+
+
 @dataclass
 class LandingResult:
     dataset: str
@@ -78,6 +87,7 @@ class LandingResult:
     messages: int  # lines in the readable files; an unreadable file adds none
     empty: bool  # the batch holds no file at all
     refused: list[dict[str, Any]] = field(default_factory=list)  # inbox entries never read (symlinks)
+    superseded: dict[str, Any] | None = None  # this landing replaced a delivery: which, why, by whom
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -124,13 +134,17 @@ def land_batch(
     bookmark_uri = lake.state("landing", dataset, *inbox_rel.split("/")[2:], "bookmark.json")
     claims: list[dict[str, Any]] = read_json(bookmark_uri)["landed"] if exists(bookmark_uri) else []
 
-    mine = [claim for claim in claims if claim["batch_id"] == batch_id]
+    mine = [claim for claim in claims if claim["batch_id"] == batch_id and not claim.get("superseded")]
     fs, inbox_path = fsspec.core.url_to_fs(inbox)
     _, raw_fs_path = fsspec.core.url_to_fs(raw_path)
     manifest_uri = f"{raw_path}/{MANIFEST}"
     previous = read_json(manifest_uri) if exists(manifest_uri) else {}
     _check_same_batch(fs, raw_fs_path, inbox_rel, previous, mine)
     new, in_inbox, skipped, refused = _scan_inbox(fs, inbox_path, inbox_rel, claims, batch_id, limits)
+    superseded = None
+    if new and mine and _held(lake, dataset, batch_id):
+        superseded = _supersede(fs, inbox_path, inbox_rel, dataset, batch_id, mine, new, now)
+        mine = []  # the old delivery stays claimed (never landed again) but leaves the batch
 
     batch = sorted(mine + new, key=lambda claim: claim["name"])
     for claim in batch:
@@ -147,7 +161,12 @@ def land_batch(
     write_json(manifest_uri, {
         "dataset": dataset, "batch_id": batch_id, "batch_date": date, "hour": hour,
         "inbox": inbox_rel, "landed_at": landed_at, "files": files, "unreadable": unreadable,
+        "superseded": previous.get("superseded", []) + ([superseded] if superseded else []),
     })
+    if superseded:
+        log.warning("event=delivery_superseded", fields={
+            "replaced": [f["name"] for f in superseded["files"]], "why": superseded["why"],
+            "by": superseded["by"]})
 
     for entry in unreadable:
         log.warning(
@@ -158,13 +177,53 @@ def land_batch(
     result = LandingResult(
         dataset=dataset, batch_id=batch_id, batch_date=date, raw_path=raw_path,
         files=files, unreadable=unreadable, messages=sum(entry["lines"] for entry in files),
-        empty=not batch, refused=refused,
+        empty=not batch, refused=refused, superseded=superseded,
     )
     log.event(
         "landed", files=len(files), unreadable=len(unreadable), messages=result.messages,
         new=len(new), skipped=skipped, refused=len(refused), raw_path=raw_path,
     )
     return result
+
+
+def _held(lake: Lake, dataset: str, batch_id: str) -> bool:
+    """The batch was judged and held (its summary says: not published)."""
+    uri = lake.summary(dataset, batch_id)
+    if not exists(uri):
+        return False
+    summary = read_json(uri)
+    return not summary.get("published") and (summary.get("verdict") or {}).get("publish") is False
+
+
+def _supersede(
+    fs: fsspec.AbstractFileSystem, inbox_path: str, inbox_rel: str, dataset: str, batch_id: str,
+    mine: list[dict[str, Any]], new: list[dict[str, Any]], now: datetime | None,
+) -> dict[str, Any]:
+    """New files for a held batch: with the inbox's `_SUPERSEDES` marker they replace its landed
+    files (marked `superseded` in the bookmark, so never landed again); without it, refused."""
+    marker = f"{inbox_path}/{SUPERSEDES}"
+    old, arrived = sorted(c["name"] for c in mine), sorted(c["name"] for c in new)
+    if not fs.exists(marker):
+        raise SupersedeError(
+            f"{dataset} batch {batch_id} was held and holds {old}; new files {arrived} arrived in "
+            f"{inbox_rel}. Landing them would mix the poisoned delivery with its correction. To "
+            f"replace the delivery, write {inbox_rel}/{SUPERSEDES} (JSON: {{\"why\": \"...\", "
+            f"\"by\": \"...\"}}) and run the batch again; see docs/operations.md"
+        )
+    with fs.open(marker, "r", encoding="utf-8") as handle:
+        text = handle.read().strip()
+    try:
+        said = json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        said = {"why": text}
+    if not isinstance(said, dict) or not str(said.get("why", "")).strip():
+        raise SupersedeError(f"{inbox_rel}/{SUPERSEDES} must say why: JSON {{\"why\": \"...\"}}")
+    at = (now or datetime.now(UTC)).astimezone(UTC).isoformat()
+    for claim in mine:
+        claim["superseded"] = at
+    return {"at": at, "why": str(said["why"]).strip(), "by": str(said.get("by") or "unknown"),
+            "files": [_manifest_entry(c, "reason" if "reason" in c else "lines") for c in mine],
+            "by_files": arrived}
 
 
 def _check_same_batch(

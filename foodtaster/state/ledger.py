@@ -122,3 +122,24 @@ def clear_disabled(lake: Lake, dataset: str) -> None:
 
 def is_disabled(lake: Lake, dataset: str) -> bool:
     return exists(_disabled_uri(lake, dataset))
+
+
+def _redrives_dir(lake: Lake, dataset: str) -> str:
+    return lake.state("ledger", dataset, "redrives")
+
+
+def record_redrive(lake: Lake, dataset: str, report: dict[str, Any]) -> None:
+    """Record an applied redrive or release (`report["batch_id"]`: `redrive-<id>` or
+    `release-<batch>`): what was selected, by whom and why, what moved, where it went."""
+    batch_id = check_batch_id(report["batch_id"])
+    write_json(f"{_redrives_dir(lake, dataset)}/{batch_id}.json",
+               {"dataset": dataset, "recorded_at": datetime.now(UTC).isoformat(), **report})
+
+
+def redrive_entries(lake: Lake, dataset: str) -> list[dict[str, Any]]:
+    """Every recorded redrive and release, in the order they finished."""
+    fs, folder = fsspec.core.url_to_fs(_redrives_dir(lake, dataset))
+    if not fs.exists(folder):
+        return []
+    entries = [read_json(fs.unstrip_protocol(path)) for path in fs.glob(f"{folder}/*.json")]
+    return sorted(entries, key=lambda entry: entry["recorded_at"])

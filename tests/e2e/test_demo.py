@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(tmp_path):
     env = {**os.environ, "FOODTASTER_LAKE": str(tmp_path), "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run([sys.executable, "-m", "foodtaster_airflow.demo"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=1200)
+                          capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     out = done.stdout
     clean, poisoned = out.split("airflow dags test foodtaster_orders 2026-11-21")
@@ -32,7 +32,17 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(tmp_path):
         messages, valid, quarantined, dropped = map(int, m.groups())
         assert messages == 500 == valid + quarantined + dropped
     assert (tmp_path / "valid/orders/batch_date=2026-11-20/batch_id=20261120").is_dir()
-    assert not (tmp_path / "valid/orders/batch_date=2026-11-21").exists()
+    # The poisoned day was held; the redrive part at the end fixed the contract, redrove and released it.
+    held_day = tmp_path / "valid/orders/batch_date=2026-11-21"
+    redrive_part = out.split("The contract fix:")[1]
+    assert "DRY RUN, nothing moved" in redrive_part and "currency.isin" in redrive_part
+    assert "batch 20261121: PUBLISHED, held because:" in redrive_part
+    assert "released by airflow:" in redrive_part
+    assert (held_day / "batch_id=20261121").is_dir() and list(held_day.glob("batch_id=redrive-*"))
+    m = re.search(r"accounts of 20261121: (\d+) messages = (\d+) valid \+ (\d+) redriven \+ "
+                  r"(\d+) quarantined \+ (\d+) duplicates dropped \+ (\d+) purged", redrive_part)
+    messages, *parts = map(int, m.groups())
+    assert messages == 500 == sum(parts) and parts[1] > 0
     alert = tmp_path / "_state/alerts/orders/20261121-batch.html"
     assert alert.is_file() and "20261121" in alert.read_text()
     summary = json.loads((tmp_path / "reports/orders/20261121/summary.json").read_text())

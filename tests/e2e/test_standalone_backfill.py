@@ -199,3 +199,29 @@ def test_the_dag_pauses_itself_after_disable_after_held_batches(standalone, lake
     assert "paused" in text and dag_id in text
     # the healthy dataset is untouched
     assert api.dag("foodtaster_orders")["is_paused"] is False
+
+
+def test_a_held_batch_is_released_from_the_redrive_dag_triggered_through_the_api(standalone, lake):
+    """After the self-pause: the operator triggers `foodtaster_orders_poisoned_redrive` through
+    `POST /api/v2/dags/{dag_id}/dagRuns`, as the UI's trigger form does, to release one held
+    batch and redrive (dry run) its quarantine; the ledger records the release with its why."""
+    _af, api, log, _counts = standalone
+    dag_id, day, batch_id = "foodtaster_orders_poisoned_redrive", POISONED_DAYS[0], "20261102"
+    wait_until(lambda: _dag_ready(api, dag_id), 240, f"{dag_id} parsed", log)
+    why = "checked by hand: a test feed"
+    conf = {"date_from": day, "dry_run": True, "release_batch": batch_id, "why": why}
+    run = api.request("POST", f"dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf})
+
+    def finished():
+        return next((r for r in api.dag_runs(dag_id) if r["dag_run_id"] == run["dag_run_id"]
+                     and r["state"] in ("success", "failed")), None)
+
+    done = wait_until(finished, 600, f"{dag_id} run", log)
+    states = {ti["task_id"]: ti["state"] for ti in api.task_instances(dag_id, run["dag_run_id"])}
+    assert done["state"] == "success", states
+    assert (states["release"], states["redrive"], states["announce"]) == ("success", "success", "skipped")
+    the_lake = Lake(lake)
+    assert exists(the_lake.valid("orders_poisoned", day, batch_id))
+    (entry,) = [e for e in ledger.batch_entries(the_lake, "orders_poisoned") if e["batch_id"] == batch_id]
+    assert entry["verdict"] == "published" and entry["released"]["why"] == why
+    assert entry["messages"] == entry["valid"] + entry["quarantined"] + entry["duplicates_dropped"]

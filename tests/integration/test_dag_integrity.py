@@ -19,6 +19,7 @@ from foodtaster.state.lake import BATCH_ID_PATTERN
 DAGS_FOLDER = PROJECT_ROOT / "dags"
 PARSE_BUDGET_SECONDS = 5.0
 EXPECTED_TASKS = {"land", "has_messages", "validate", "gate", "publish", "alert", "ledger", "retry"}
+REDRIVE_TASKS = {"plan", "wants_redrive", "redrive", "announce", "release"}
 HEAVY_MODULES = ("pyspark", "pandera", "great_expectations")
 
 TWO_DATASETS = """
@@ -47,6 +48,19 @@ PARSE_SCRIPT = textwrap.dedent("""
     from airflow.dag_processing.dagbag import DagBag
     bag = DagBag(dag_folder=sys.argv[1])
     seconds = time.perf_counter() - started
+
+    def outlets(dag, task_id, key):
+        task = dag.task_dict.get(task_id)
+        return [getattr(o, key, None) for o in task.outlets] if task else None
+
+    def submit(dag, task_id):
+        task = dag.task_dict.get(task_id)
+        if task is None:
+            return None
+        return {"retries": task.retries, "backoff": bool(task.retry_exponential_backoff),
+                "conn_id": task._conn_id, "application": task.application,
+                "arguments": list(task.application_args or [])}
+
     print(json.dumps({
         "errors": {k: str(v) for k, v in bag.import_errors.items()},
         "dags": {
@@ -60,30 +74,25 @@ PARSE_SCRIPT = textwrap.dedent("""
                 "tags": sorted(dag.tags),
                 "doc": bool(dag.doc_md),
                 "catchup": dag.catchup,
-                "outlets": [
-                    getattr(o, "uri", None) for o in dag.get_task("publish").outlets
-                ],
-                "outlet_names": [
-                    getattr(o, "name", None) for o in dag.get_task("publish").outlets
-                ],
+                "outlets": outlets(dag, "publish", "uri"),
+                "outlet_names": outlets(dag, "publish", "name"),
+                "redrive_outlets": {t: outlets(dag, t, "uri") for t in ("announce", "release")},
                 "param_schemas": {
                     key: dag.params.get_param(key).schema for key in dag.params.keys()
                 },
-                "validate": {
-                    "retries": dag.get_task("validate").retries,
-                    "backoff": bool(dag.get_task("validate").retry_exponential_backoff),
-                    "conn_id": dag.get_task("validate")._conn_id,
-                },
-                "land_concurrency": dag.get_task("land").max_active_tis_per_dag,
+                "param_defaults": {key: dag.params[key] for key in dag.params.keys()},
+                "validate": submit(dag, "validate"),
+                "redrive": submit(dag, "redrive"),
+                "land_concurrency": getattr(dag.task_dict.get("land"), "max_active_tis_per_dag", None),
                 "ledger_rule": getattr(
-                    dag.get_task("ledger").trigger_rule, "value", None
+                    getattr(dag.task_dict.get("ledger"), "trigger_rule", None), "value", None
                 ),
             }
             for dag_id, dag in bag.dags.items()
         },
         "heavy": sorted(m for m in HEAVY if m in sys.modules),
         "seconds": seconds,
-    }))
+    }, default=str))
 """).replace("HEAVY", repr(HEAVY_MODULES))
 
 
@@ -166,8 +175,10 @@ def test_one_dag_per_registry_entry(tmp_path):
     started = time.perf_counter()
     bag = parse(registry)
     assert bag["errors"] == {}
-    assert sorted(bag["dags"]) == ["foodtaster_orders", "foodtaster_payments"]
+    assert sorted(bag["dags"]) == ["foodtaster_orders", "foodtaster_orders_redrive", "foodtaster_payments",
+                                   "foodtaster_payments_redrive"]
     assert set(bag["dags"]["foodtaster_payments"]["tasks"]) == EXPECTED_TASKS
+    assert set(bag["dags"]["foodtaster_payments_redrive"]["tasks"]) == REDRIVE_TASKS
     assert time.perf_counter() - started < 60
 
 
@@ -178,3 +189,25 @@ def test_a_broken_registry_is_an_import_error_not_a_crash(tmp_path):
     assert bag["dags"] == {}
     (error,) = bag["errors"].values()
     assert "Bad-Name" in error
+
+
+def test_the_redrive_dag_has_no_schedule_typed_params_and_the_same_submit_operator(bag):
+    dag = bag["dags"]["foodtaster_orders_redrive"]
+    assert set(dag["tasks"]) == REDRIVE_TASKS
+    edges = {tuple(edge) for edge in dag["edges"]}
+    for edge in [("plan", "release"), ("release", "wants_redrive"), ("plan", "wants_redrive"),
+                 ("wants_redrive", "redrive"), ("redrive", "announce"), ("plan", "announce")]:
+        assert edge in edges, f"missing {edge[0]} >> {edge[1]}"
+    assert dag["timetable"] == "NullTimetable" and not dag["catchup"]
+    assert dag["params"] == sorted(["date_from", "date_to", "rule", "batch_id", "message_id", "dry_run",
+                                    "why", "release_batch"])
+    schemas = dag["param_schemas"]
+    assert schemas["date_from"]["format"] == "date" and schemas["dry_run"]["type"] == "boolean"
+    assert schemas["release_batch"]["pattern"] == BATCH_ID_PATTERN.pattern
+    assert dag["param_defaults"]["dry_run"] is True  # a redrive from the form moves nothing by default
+    assert dag["redrive_outlets"] == {"announce": ["foodtaster://valid/orders"],
+                                      "release": ["foodtaster://valid/orders"]}
+    redrive, validate = dag["redrive"], bag["dags"]["foodtaster_orders"]["validate"]
+    assert redrive["conn_id"] == validate["conn_id"] == "spark_default"
+    assert redrive["application"].endswith("spark_jobs/redrive.py") and redrive["backoff"]
+    assert redrive["arguments"][:2] == ["--dataset", "orders"] and "--dry-run" in redrive["arguments"]

@@ -1,0 +1,324 @@
+"""Redrive: judge quarantined rows again, against today's contract and poison list, and
+publish those that now pass, under their original date and lineage.
+
+After a fix (the producer corrected, the contract relaxed, a poison entry removed), an
+operator picks quarantined rows of one dataset by date range and optionally by rule,
+batch or message id. Each row's `_raw` bytes go through the same pure judging functions
+as a batch (`job.flag_lines`, `job.with_listed`, `job.decide_outcomes`), so a redriven
+row is judged exactly as a new one would be today. Then:
+
+- rows that pass, and whose `message_id` is published (or staged) nowhere in
+  `valid/<dataset>/`, are written to
+  `valid/<dataset>/batch_date=<original date>/batch_id=redrive-<id>/`, each date's
+  partition swapped in whole (`lake.swap_in`), with their original lineage;
+- rows that pass but whose message is already published are duplicates: never a second copy;
+- rows that still fail keep their status and get today's reasons in their history.
+
+What became of each row is recorded in the dispositions log (foodtaster.state.dispositions)
+after the data is written; rows already `redriven`, `duplicate` or `purged` are never
+picked again, so a second redrive moves nothing. A dry run judges and counts by rule,
+and writes nothing.
+
+Public API (the retry pass of `foodtaster.engine` builds on it):
+
+    candidates = select_quarantined(spark, lake, dataset, Selection(...))  # DataFrame
+    judged = rejudge(candidates, contract, poison, max_message_bytes)      # + _outcome, reasons
+    judged = mark_published(judged, published_keys(spark, lake, dataset, key, exclude=...), key)
+    written = publish_redriven(spark, lake, dataset, valid_rows, partition_id)  # {date: path}
+    run_redrive(spark, RedriveRun(...)) -> report dict (the CLI, the Spark job, the DAG)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from foodtaster.engine import listed, rules
+from foodtaster.engine.job import (
+    DUPLICATE,
+    QUARANTINED,
+    VALID,
+    decide_outcomes,
+    flag_lines,
+    unique_key,
+    valid_rows,
+    with_listed,
+    with_reasons,
+)
+from foodtaster.logs import batch_logger
+from foodtaster.registry import DatasetConfig
+from foodtaster.state import dispositions as dispo
+from foodtaster.state.browse import partitions
+from foodtaster.state.lake import (
+    Lake,
+    check_batch_id,
+    check_date,
+    new_run_id,
+    remove_dir,
+    swap_in,
+    write_json,
+)
+from foodtaster.state.lease import batch_lease
+from foodtaster.state.poison import PoisonList
+
+PUBLISHED = "published"  # a row's redrive outcome: passed and published now
+# Quarantine rows whose `_raw` is not the whole message (a file that could not be read, a
+# line too long to read): only their first bytes are kept, so they cannot be judged again.
+UNJUDGEABLE_RULES = ("file.unreadable", "file.too_large", "line.too_large")
+LINEAGE_KEYS = ["_batch_id", "_source_file", "_line_number"]
+PREFIX = "redrive-"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which quarantined rows a redrive judges again: a date range, optionally narrowed."""
+
+    date_from: str
+    date_to: str
+    rule: str | None = None
+    batch_id: str | None = None
+    message_id: str | None = None
+
+    def __post_init__(self) -> None:
+        check_date(self.date_from)
+        check_date(self.date_to)
+        if self.date_from > self.date_to:
+            raise ValueError(f"--from {self.date_from} is after --to {self.date_to}")
+        if self.batch_id:
+            check_batch_id(self.batch_id)
+
+
+@dataclass(frozen=True)
+class RedriveRun:
+    config: DatasetConfig
+    lake: Lake
+    selection: Selection
+    dry_run: bool = False
+    redrive_id: str = field(default_factory=new_run_id)
+    by: str = "operator"
+    why: str = ""
+
+    @property
+    def partition_id(self) -> str:
+        """The batch id of the valid partitions this redrive writes: `redrive-<id>`."""
+        return check_batch_id(PREFIX + self.redrive_id)
+
+
+def select_quarantined(spark: SparkSession, lake: Lake, dataset: str, selection: Selection,
+                       state: dispo.DispositionState | None = None) -> DataFrame | None:
+    """The quarantined rows `selection` names that are still in quarantine (not redriven,
+    duplicate or purged), with `batch_date` and `_old_rules` (their rules when quarantined).
+    None when no quarantine partition is in the range."""
+    parts = [p for p in partitions(lake, "quarantine", dataset)
+             if selection.date_from <= p.batch_date <= selection.date_to
+             and (selection.batch_id is None or p.batch_id == selection.batch_id)]
+    if not parts:
+        return None
+    base = f"{lake.root.rstrip('/')}/quarantine/{dataset}"
+    # mergeSchema: a partition of unreadable files alone has no contract columns
+    rows = (spark.read.option("basePath", base).option("mergeSchema", "true").parquet(*[p.uri for p in parts])
+            .withColumn("batch_date", F.date_format(F.col("batch_date"), "yyyy-MM-dd")))
+    judgeable = ~F.exists("reasons", lambda r: r["rule"].isin(*UNJUDGEABLE_RULES)) & F.col(
+        "_line_number").isNotNull()
+    rows = rows.where(judgeable)
+    if selection.rule:
+        rows = rows.where(F.exists("reasons", lambda r: r["rule"] == selection.rule))
+    if selection.message_id:
+        contract_key = "message_id" if "message_id" in rows.columns else None
+        if contract_key is None:
+            raise ValueError(f"{dataset}: --message-id needs a message_id column in the quarantine")
+        rows = rows.where(F.col(contract_key) == selection.message_id)
+    rows = rows.select("_raw", *LINEAGE_KEYS, "_ingested_at", "batch_date",
+                       F.array_distinct(F.col("reasons.rule")).alias("_old_rules"))
+    state = state if state is not None else dispo.Dispositions(lake, dataset).state()
+    settled = [(r.batch_id, r.source_file, r.line_number) for r, status in state
+               if status.status in dispo.SETTLED]
+    if settled:
+        done = spark.createDataFrame(settled, "_batch_id string, _source_file string, _line_number long")
+        rows = rows.join(F.broadcast(done), LINEAGE_KEYS, "left_anti")
+    return rows
+
+
+def as_lines(rows: DataFrame) -> DataFrame:
+    """Quarantined rows shaped as `ingest.read_lines` shapes a landed line, lineage kept.
+
+    `_row_id` orders copies of one key (the first is kept): a hash of the lineage,
+    the same on every run, so a rerun judges the same way."""
+    return rows.select(
+        F.col("_raw").cast("string").alias("_text"), "_raw", *LINEAGE_KEYS, "_ingested_at", "batch_date",
+        "_old_rules", F.lit(0).cast("long").alias("_split_start"),
+        F.xxhash64(*LINEAGE_KEYS).alias("_row_id"),
+    )
+
+
+def rejudge(rows: DataFrame, contract: rules.Contract, poison: DataFrame | None,
+            max_message_bytes: int) -> DataFrame:
+    """Rows of `select_quarantined` -> judged today: `_outcome` (valid, quarantined,
+    duplicate within the rows judged) and `reasons` (today's; empty for a valid row)."""
+    key = unique_key(contract)
+    flagged = with_listed(flag_lines(as_lines(rows), contract, max_message_bytes), poison, key)
+    return with_reasons(decide_outcomes(flagged, contract), contract, max_message_bytes)
+
+
+def published_keys(spark: SparkSession, lake: Lake, dataset: str, key: str,
+                   exclude: str | None = None) -> DataFrame | None:
+    """Every `key` value in `valid/<dataset>/`, published or staged (a held batch may be
+    released later), but the partitions of batch `exclude` (this redrive's own, on a rerun)."""
+    uris = [p.uri for p in partitions(lake, "valid", dataset) if p.batch_id != exclude]
+    uris += _staged_uris(lake, dataset)
+    if not uris:
+        return None
+    return spark.read.parquet(*uris).select(F.col(key).alias("_published_key")).distinct()
+
+
+def _staged_uris(lake: Lake, dataset: str) -> list[str]:
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(f"{lake.root.rstrip('/')}/valid/{dataset}/_staging")
+    if not fs.exists(root):
+        return []
+    return [fs.unstrip_protocol(p) for p in fs.glob(f"{root}/batch_date=*/batch_id=*") if fs.isdir(p)
+            and fs.glob(f"{p}/*.parquet")]
+
+
+def mark_published(judged: DataFrame, published: DataFrame | None, key: str | None) -> DataFrame:
+    """A valid row whose key is already published becomes a duplicate: nothing is published twice."""
+    if published is None or key is None:
+        return judged
+    marked = judged.join(published, F.col(key) == F.col("_published_key"), "left")
+    outcome = F.when((F.col("_outcome") == VALID) & F.col("_published_key").isNotNull(), DUPLICATE) \
+        .otherwise(F.col("_outcome"))
+    return marked.withColumn("_outcome", outcome).drop("_published_key")
+
+
+def publish_redriven(spark: SparkSession, lake: Lake, dataset: str, rows: DataFrame,
+                     partition_id: str) -> dict[str, str]:
+    """Write valid rows (`job.valid_rows` plus `batch_date`) to one partition a date,
+    `valid/<dataset>/batch_date=<d>/batch_id=<partition_id>/`, each swapped in whole.
+
+    Written first under `valid/<dataset>/_runs/<partition_id>/` (invisible to readers),
+    counted, then swapped; a rerun with the same id replaces its own partitions. Returns
+    {date: published path}."""
+    work = f"{lake.root.rstrip('/')}/valid/{dataset}/_runs/{check_batch_id(partition_id)}"
+    remove_dir(work)
+    expected = rows.groupBy("batch_date").count().collect()
+    if not expected:
+        return {}
+    rows.write.mode("overwrite").partitionBy("batch_date").parquet(work)
+    written: dict[str, str] = {}
+    for row in expected:
+        day = row["batch_date"]
+        folder = f"{work}/batch_date={day}"
+        count = spark.read.parquet(folder).count()
+        if count != row["count"]:
+            raise RuntimeError(f"{dataset} {partition_id}: {row['count']} rows of {day} to publish, "
+                               f"{count} written; nothing of that date was swapped in")
+        target = lake.valid(dataset, day, partition_id)
+        swap_in(folder, target)
+        written[day] = target
+    remove_dir(work)
+    return written
+
+
+def run_redrive(spark: SparkSession, run: RedriveRun) -> dict[str, Any]:
+    """Select, judge, publish (unless a dry run), record; returns the report (also written
+    to `reports/<dataset>/redrive-<id>/redrive.json` and, applied, the ledger)."""
+    config, lake, dataset = run.config, run.lake, run.config.name
+    log = batch_logger(__name__, dataset, run.partition_id)
+    started = time.perf_counter()
+    with batch_lease(lake, dataset, "redrive", run.redrive_id):  # one redrive of a dataset at a time
+        log.event("redrive_started", selection=asdict(run.selection), dry_run=run.dry_run)
+        contract = rules.read_contract(config.load_contract())
+        entries = PoisonList(lake, dataset).entries()
+        poison = listed.poison_frame(spark, entries) if entries else None
+        disposition_log = dispo.Dispositions(lake, dataset)
+        candidates = select_quarantined(spark, lake, dataset, run.selection, disposition_log.state())
+        report = _report(run)
+        if candidates is None:
+            return _finish(run, report, started)
+        key = unique_key(contract)
+        judged = rejudge(candidates, contract, poison, config.max_message_bytes)
+        if key:
+            judged = mark_published(judged, published_keys(spark, lake, dataset, key, run.partition_id), key)
+        judged = judged.persist()
+        try:
+            outcome = F.when(F.col("_outcome") == VALID, PUBLISHED).otherwise(F.col("_outcome"))
+            judged = judged.withColumn("_redrive", outcome)
+            report["by_rule"] = _by_rule(judged)
+            report["by_batch"] = _by_batch(judged)
+            report["counts"] = _totals(report["by_batch"])
+            if run.dry_run:
+                return _finish(run, report, started)
+            passing = judged.where(F.col("_redrive") == PUBLISHED)
+            written = publish_redriven(spark, lake, dataset, valid_rows(passing, contract, "batch_date"),
+                                       run.partition_id) if report["counts"][PUBLISHED] else {}
+            report["published"] = written
+            _record(disposition_log, judged, run, written)
+        finally:
+            judged.unpersist()
+    return _finish(run, report, started)
+
+
+def _report(run: RedriveRun) -> dict[str, Any]:
+    return {
+        "dataset": run.config.name, "redrive_id": run.redrive_id, "batch_id": run.partition_id,
+        "selection": asdict(run.selection), "dry_run": run.dry_run, "by": run.by, "why": run.why,
+        "contract": run.config.contract, "by_rule": {}, "by_batch": {},
+        "counts": {PUBLISHED: 0, DUPLICATE: 0, QUARANTINED: 0}, "published": {},
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _by_rule(judged: DataFrame) -> dict[str, dict[str, int]]:
+    """{rule the row was quarantined for: {published|duplicate|quarantined: rows}}."""
+    found: dict[str, dict[str, int]] = {}
+    grouped = judged.select(F.explode("_old_rules").alias("rule"), "_redrive").groupBy("rule", "_redrive")
+    for row in grouped.count().collect():
+        outcomes = found.setdefault(row["rule"], {PUBLISHED: 0, DUPLICATE: 0, QUARANTINED: 0})
+        outcomes[row["_redrive"]] = row["count"]
+    return dict(sorted(found.items()))
+
+
+def _by_batch(judged: DataFrame) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for row in judged.groupBy("_batch_id", "batch_date", "_redrive").count().collect():
+        entry = found.setdefault(row["_batch_id"], {"batch_date": row["batch_date"], PUBLISHED: 0,
+                                                     DUPLICATE: 0, QUARANTINED: 0})
+        entry[row["_redrive"]] = row["count"]
+    return dict(sorted(found.items()))
+
+
+def _totals(by_batch: dict[str, dict[str, Any]]) -> dict[str, int]:
+    return {name: sum(b[name] for b in by_batch.values()) for name in (PUBLISHED, DUPLICATE, QUARANTINED)}
+
+
+def _record(log: dispo.Dispositions, judged: DataFrame, run: RedriveRun, written: dict[str, str]) -> None:
+    """One event an outcome, after the data is safely written (DESIGN: state written last)."""
+    rows = judged.select(*LINEAGE_KEYS, "batch_date", "_redrive",
+                         F.col("reasons.rule").alias("_rules")).collect()
+    common = {"by": run.by, "run": run.partition_id, "why": run.why or "redrive"}
+    published = [r for r in rows if r["_redrive"] == PUBLISHED]
+    log.record(dispo.REDRIVEN, dispo.rows_of(published), where=[written[r["batch_date"]] for r in published],
+               **common)
+    log.record(dispo.DUPLICATE, dispo.rows_of([r for r in rows if r["_redrive"] == DUPLICATE]), **common)
+    failing = [r for r in rows if r["_redrive"] == QUARANTINED]
+    log.record(dispo.FAILED_AGAIN, dispo.rows_of(failing), reasons=[list(r["_rules"] or []) for r in failing],
+               **common)
+
+
+def _finish(run: RedriveRun, report: dict[str, Any], started: float) -> dict[str, Any]:
+    from foodtaster.state.ledger import record_redrive
+
+    report["seconds"] = round(time.perf_counter() - started, 3)
+    report["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    write_json(run.lake.report(run.config.name, run.partition_id) + "/redrive.json", report)
+    if not run.dry_run:
+        record_redrive(run.lake, run.config.name, report)
+    batch_logger(__name__, run.config.name, run.partition_id).event(
+        "redrive_finished", dry_run=run.dry_run, **report["counts"], seconds=report["seconds"])
+    return report

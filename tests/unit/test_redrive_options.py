@@ -1,0 +1,65 @@
+"""The redrive's options: the CLI and the DAG's rendered arguments parse the same way, the DAG's
+form is checked before Spark starts, and the report reads by rule."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from foodtaster.ops.redrive import add_arguments, describe
+from foodtaster_airflow.spark_submit import redrive_arguments
+from foodtaster_airflow.steps import PipelineError, plan_redrive
+
+
+def _parse(argv):
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_the_dags_rendered_empty_options_mean_not_given():
+    args = _parse(["--dataset", "orders", "--from", "2026-11-21", "--to", "2026-11-21", "--rule", "None",
+                   "--batch", "None", "--message-id", "", "--dry-run", "False", "--why", "", "--by", "x"])
+    assert (args.rule, args.batch, args.message_id, args.dry_run) == (None, None, None, False)
+    assert _parse(["--dataset", "o", "--from", "2026-11-21", "--to", "2026-11-22", "--dry-run"]).dry_run
+
+
+def test_bad_dates_and_batches_are_usage_errors():
+    with pytest.raises(SystemExit) as stopped:
+        _parse(["--dataset", "o", "--from", "2026-13-01", "--to", "2026-11-21"])
+    assert stopped.value.code == 2
+    with pytest.raises(SystemExit):
+        _parse(["--dataset", "o", "--from", "2026-11-01", "--to", "2026-11-21", "--batch", "../x"])
+
+
+def test_every_templated_option_is_one_the_job_knows():
+    arguments = redrive_arguments("orders")
+    flags = [a for a in arguments if a.startswith("--")]
+    rendered = [a if a.startswith("--") or a == "orders" else "2026-11-21" for a in arguments]
+    rendered[rendered.index("--dry-run") + 1] = "True"
+    assert len(flags) == 11 and _parse(rendered).dataset == "orders"
+
+
+def test_the_form_is_checked_before_spark_starts(monkeypatch, tmp_path):
+    monkeypatch.setenv("FOODTASTER_LAKE", str(tmp_path))
+    plan = plan_redrive("orders", {"date_from": "2026-11-21", "dry_run": False, "rule": ""}, "manual__x")
+    assert plan["date_to"] == "2026-11-21" and plan["rule"] is None
+    assert plan["redrive"] and not plan["release"]
+    assert plan_redrive("orders", {"release_batch": "20261121", "why": "checked"}, "r")["redrive"] is False
+    with pytest.raises(PipelineError, match="From batch date"):
+        plan_redrive("orders", {}, "r")
+    with pytest.raises(PipelineError, match="needs Why"):
+        plan_redrive("orders", {"release_batch": "20261121"}, "r")
+    with pytest.raises(PipelineError, match="after To"):
+        plan_redrive("orders", {"date_from": "2026-11-22", "date_to": "2026-11-21"}, "r")
+
+
+def test_the_report_reads_by_rule_and_batch():
+    counts = {"published": 2, "duplicate": 1, "quarantined": 5}
+    text = describe({"dry_run": True, "counts": counts, "redrive_id": "r1", "dataset": "orders",
+                     "selection": {"date_from": "2026-11-21", "date_to": "2026-11-21"},
+                     "by_rule": {"currency.isin": {**counts, "quarantined": 0}},
+                     "by_batch": {"20261121": {"batch_date": "2026-11-21", **counts}}})
+    assert text.startswith("DRY RUN, nothing moved") and "2 would be published" in text
+    assert "currency.isin" in text and "batch 20261121 (2026-11-21): 2 published, 1 duplicate" in text
