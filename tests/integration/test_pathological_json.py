@@ -72,6 +72,6 @@ def test_pathological_json_is_quarantined_at_its_layer_and_the_job_finishes(spar
             continue
         assert [r.rule for r in reasons] == [rule], (line, reasons)
         assert words in reasons[0].message, (line, reasons[0].message)
-    valid = spark.read.parquet(lake.valid("orders", DATE, landed.batch_id))
+    valid = spark.read.parquet(lake.staged_valid("orders", DATE, landed.batch_id))  # held: 10 of 12 quarantined
     assert sorted(r.message_id for r in valid.select("message_id").collect()) == ["m-10", "m-11"]
     assert valid.where(F.length("producer") > MiB - 500).count() == 1
