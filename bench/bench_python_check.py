@@ -15,7 +15,7 @@ import time
 
 import pyarrow as pa
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, StructField
+from pyspark.sql.types import BooleanType, StructField, StructType
 
 from contracts.checked import OrdersChecked
 from foodtaster.engine import layers
@@ -46,7 +46,7 @@ def main() -> None:
     def pandas_udf() -> int:
         return with_python_checks(rows, contract).agg(F.count_if(~F.col(check.column))).first()[0]
 
-    schema = rows.schema.add(StructField(check.column, BooleanType(), True))
+    schema = StructType([*rows.schema.fields, StructField(check.column, BooleanType(), True)])
 
     def judge_batches(batches):
         for batch in batches:
