@@ -59,13 +59,8 @@ def flag_lines(
     and failed without being judged: no Python check is ever given it, so a message that
     crashed one once is not met again.
     """
-    parsed = layers.parse(lines, rules.parse_fields(contract), max_message_bytes)
-    marks: list[str] = []
-    skip = None
-    if poison is not None:
-        key = unique_key(contract)
-        parsed = listed.mark_listed(parsed, poison, layers.value_column(key) if key else None)
-        marks, skip = [listed.ENTRY, listed.WHY, listed.SOURCE], F.col(listed.ENTRY).isNotNull()
+    parsed, skip = _parse_marking_listed(lines, contract, max_message_bytes, poison)
+    marks = [] if skip is None else [listed.ENTRY, listed.WHY, listed.SOURCE]
     checked = rules.with_python_checks(parsed, contract, skip)
     failed = layers.line_failed() | any_failed(rules.field_checks(contract))
     if skip is not None:
@@ -74,6 +69,20 @@ def flag_lines(
     return checked.select(
         *keep, *rules.field_outputs(contract), *_verdict_columns(contract), *marks, failed.alias("_failed")
     )
+
+
+def _parse_marking_listed(
+    lines: DataFrame, contract: rules.Contract, max_message_bytes: int, poison: DataFrame | None
+) -> tuple[DataFrame, Column | None]:
+    """`layers.parse`, and with the poison list each row's entry (`listed.mark_listed`, by its
+    bytes or its typed unique key); returns the rows and the column true on a listed row, or
+    None without a list."""
+    parsed = layers.parse(lines, rules.parse_fields(contract), max_message_bytes)
+    if poison is None:
+        return parsed, None
+    key = unique_key(contract)
+    marked = listed.mark_listed(parsed, poison, layers.value_column(key) if key else None)
+    return marked, F.col(listed.ENTRY).isNotNull()
 
 
 def _verdict_columns(contract: rules.Contract) -> list[str]:
@@ -297,14 +306,10 @@ def _typed_for_checks(
 ) -> DataFrame:
     """Lines with what the Python checks read: the parser's typed values and `_skip` (listed,
     so never given to a check), as `flag_lines` gives them."""
-    parsed = layers.parse(lines, rules.parse_fields(contract), max_message_bytes)
-    skip = F.lit(False)
-    if poison is not None:
-        key = unique_key(contract)
-        parsed = listed.mark_listed(parsed, poison, layers.value_column(key) if key else None)
-        skip = F.col(listed.ENTRY).isNotNull()
+    parsed, skip = _parse_marking_listed(lines, contract, max_message_bytes, poison)
     values = sorted({layers.value_column(c.field) for c in contract.python_checks})
-    return parsed.select("_raw", "_source_file", "_line_number", *values, skip.alias(SKIP))
+    listed_row = F.lit(False) if skip is None else skip
+    return parsed.select("_raw", "_source_file", "_line_number", *values, listed_row.alias(SKIP))
 
 
 def _numbered_lines(spark: SparkSession, run: BatchRun) -> DataFrame:
