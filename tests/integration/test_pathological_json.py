@@ -72,6 +72,7 @@ def test_pathological_json_is_quarantined_at_its_layer_and_the_job_finishes(spar
             continue
         assert [r.rule for r in reasons] == [rule], (line, reasons)
         assert words in reasons[0].message, (line, reasons[0].message)
-    valid = spark.read.parquet(lake.staged_valid("orders", DATE, landed.batch_id))  # held: 10 of 12 quarantined
+    # held (10 of 12 quarantined): its valid rows stay staged
+    valid = spark.read.parquet(lake.staged_valid("orders", DATE, landed.batch_id))
     assert sorted(r.message_id for r in valid.select("message_id").collect()) == ["m-10", "m-11"]
     assert valid.where(F.length("producer") > MiB - 500).count() == 1
