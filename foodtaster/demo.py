@@ -3,11 +3,66 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gzip
+import json
+import re
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from foodtaster.registry import DatasetConfig
 
 TOP_REASONS = 8
+# A contract whose Python check raises on items 13 (contracts/checked.py): one message is made so.
+CRASHING_CONTRACT = "contracts.checked:OrdersCrashing"
+UNLUCKY_ITEMS = 13
+
+
+_NATURAL_UNLUCKY = re.compile(rb'("items":\s*)13(?=\s*[,}])')
+
+
+def plant_crash(paths: list[str]) -> tuple[str, int]:
+    """Give one valid-looking message (from the middle of the first file, its message id seen
+    once) `items` 13, which the crashing contract's check cannot take, and every message the
+    generator gave 13 another count (12), so that exactly one crashes; returns its file and line."""
+    for other in paths:
+        opener = gzip.open if other.endswith(".gz") else open
+        with opener(other, "rb") as handle:
+            content = _NATURAL_UNLUCKY.sub(rb"\g<1>12", handle.read())
+        with opener(other, "wb") as handle:
+            handle.write(content)
+    file = Path(paths[0])
+    lines = file.read_bytes().split(b"\n")
+    ids: Counter[str] = Counter()
+    messages: dict[int, dict[str, Any]] = {}
+    for number, line in enumerate(lines, start=1):
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(message, dict) and isinstance(message.get("message_id"), str):
+            ids[message["message_id"]] += 1
+            messages[number] = message
+    chosen = next(n for n in sorted(messages, key=lambda n: abs(n - len(lines) // 2))
+                  if ids[messages[n]["message_id"]] == 1 and type(messages[n].get("items")) is int)
+    lines[chosen - 1] = json.dumps({**messages[chosen], "items": UNLUCKY_ITEMS}).encode()
+    file.write_bytes(b"\n".join(lines))
+    return file.name, chosen
+
+
+def format_crashes(summary: dict[str, Any]) -> str:
+    """What crash isolation did in this run, for a person."""
+    isolated = summary.get("crash_isolated") or []
+    if not isolated:
+        known = summary.get("reasons", {}).get("crash.isolated", 0)
+        return (f"crash isolation: no message crashed this run; {known} known crashing message(s) "
+                "were listed already and quarantined unjudged (crash.isolated)")
+    lines = [f"crash isolation: the job crashed on {len(isolated)} message(s), isolated them, "
+             "listed them (source crash) and finished the batch:"]
+    lines += [f"    {i['source_file'].rsplit('/', 1)[-1]} line {i['line_number']}: {i['why']}"
+              for i in isolated]
+    return "\n".join(lines)
 
 
 def format_report(summary: dict[str, Any], config: DatasetConfig) -> str:
@@ -57,6 +112,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--poison-rate", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--lake", default=None, help="lake root (default: $FOODTASTER_LAKE or ./data/lake)")
+    parser.add_argument("--no-crash", dest="crash", action="store_false",
+                        help="the dataset's own contract, no message crashing a Python check")
     parser.set_defaults(run=run)
 
 
@@ -71,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
 
     configure()
     config = get_dataset(args.dataset)
+    if args.crash:
+        config = dataclasses.replace(config, contract=CRASHING_CONTRACT)
     lake = Lake(args.lake or lake_root())
     inbox = lake.inbox(config.name, args.date)
     generated = sample.generate_batch(
@@ -78,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
         batch_date=args.date, max_message_bytes=config.max_message_bytes, keep_truth=False,
     )
     print(f"generated {generated.messages:,} messages in {len(generated.files)} files under {inbox}")
+    if args.crash:
+        name, line = plant_crash(generated.files)
+        print(f"contract {CRASHING_CONTRACT}: its Python check raises on items {UNLUCKY_ITEMS}; "
+              f"{name} line {line} has items {UNLUCKY_ITEMS}")
     landed = land_batch(lake, config.name, args.date)
     print(f"landed batch {landed.batch_id}: {len(landed.files)} files, {landed.messages:,} lines "
           f"-> {landed.raw_path}")
@@ -88,4 +151,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     print(format_report(summary, config))
+    if args.crash:
+        print(format_crashes(summary))
     return 0

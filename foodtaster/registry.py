@@ -52,6 +52,7 @@ class DatasetConfig:
     alert_rate: float = 0.05
     hold_rate: float = 0.25
     disable_after: int = 5
+    max_crash_isolations: int = 10  # messages a run may isolate as crashing before it fails
     alerts: AlertChannels = field(default_factory=AlertChannels)
     source: SourceConfig = field(default_factory=InboxSource)  # where its batches come from
     # A conversation: messages with one `group_by` value, in `order_by` order. A quarantined
@@ -120,6 +121,9 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
     if (config.group_by is None) != (config.order_by is None):
         raise RegistryError(f"dataset {name!r}: group_by and order_by go together (a conversation "
                             "is a group of messages and their order)")
+    if not isinstance(config.max_crash_isolations, int) or config.max_crash_isolations < 0:
+        raise RegistryError(f"dataset {name!r}: max_crash_isolations must be an integer >= 0 "
+                            f"(0: a crashing message fails the batch), got {config.max_crash_isolations!r}")
     return config
 
 

@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 
-from foodtaster.engine import ingest, layers, listed, rules, second_chances
+from foodtaster.engine import crash, ingest, layers, listed, rules, second_chances
 from foodtaster.engine.duplicates import mark_duplicates, repeated_keys
 from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
 from foodtaster.logs import batch_logger
@@ -39,7 +39,7 @@ from foodtaster.state.lake import (
 )
 from foodtaster.state.landing import UNREADABLE_DIR, UNREADABLE_RULE
 from foodtaster.state.lease import batch_lease
-from foodtaster.state.poison import PoisonList
+from foodtaster.state.poison import PoisonList, Seen, fingerprint
 from foodtaster.state.publish import publish_batch
 
 LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
@@ -48,41 +48,54 @@ SAMPLE_MAX_CHARS = 500
 VALID, QUARANTINED, DUPLICATE = "valid", "quarantined", "duplicate"
 
 
-def flag_lines(lines: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
+def flag_lines(
+    lines: DataFrame, contract: rules.Contract, max_message_bytes: int, poison: DataFrame | None = None
+) -> DataFrame:
     """Lines -> one row a message: its lineage, `_raw`, typed fields, `_failed`, and what the
     strict parser said (`_line_reasons`, each field's status and offending text) for `explain`.
 
     The pass over every message: the JVM parser types each field, each rule is one boolean,
     and no reason is built here; `explain` says why, later, for the few rows that failed.
+    With the poison list (`listed.poison_frame`), a listed row is marked (`listed.mark_listed`)
+    and failed without being judged: no Python check is ever given it, so a message that
+    crashed one once is not met again.
     """
-    parsed = layers.parse(lines, rules.parse_fields(contract), max_message_bytes)
+    parsed, skip = _parse_marking_listed(lines, contract, max_message_bytes, poison)
+    marks = [] if skip is None else [listed.ENTRY, listed.WHY, listed.SOURCE]
+    checked = rules.with_python_checks(parsed, contract, skip)
     failed = layers.line_failed() | any_failed(rules.field_checks(contract))
+    if skip is not None:
+        failed = skip | failed
     keep = [c for c in lines.columns if c != layers.TEXT]
-    return parsed.select(
-        *keep, *rules.field_outputs(contract), *_verdict_columns(contract), failed.alias("_failed")
+    return checked.select(
+        *keep, *rules.field_outputs(contract), *_verdict_columns(contract), *marks, failed.alias("_failed")
     )
+
+
+def _parse_marking_listed(
+    lines: DataFrame, contract: rules.Contract, max_message_bytes: int, poison: DataFrame | None
+) -> tuple[DataFrame, Column | None]:
+    """`layers.parse`, and with the poison list each row's entry (`listed.mark_listed`, by its
+    bytes or its typed unique key); returns the rows and the column true on a listed row, or
+    None without a list."""
+    parsed = layers.parse(lines, rules.parse_fields(contract), max_message_bytes)
+    if poison is None:
+        return parsed, None
+    key = unique_key(contract)
+    marked = listed.mark_listed(parsed, poison, layers.value_column(key) if key else None)
+    return marked, F.col(listed.ENTRY).isNotNull()
 
 
 def _verdict_columns(contract: rules.Contract) -> list[str]:
     """The parser's statuses, carried so the reasons need no second parse; a field's typed
-    value only where the written column differs from it (a timestamp read from a string)."""
+    value only where the written column differs from it (a timestamp read from a string);
+    each Python check's verdict, so that no check runs twice."""
     columns = [layers.LINE_REASONS]
     for rule in contract.fields:
         columns += [layers.status_column(rule.name), layers.text_column(rule.name)]
         if rule.output_type != rule.json_type.spark_type:
             columns.append(layers.value_column(rule.name))
-    return columns
-
-
-def with_listed(flagged: DataFrame, poison: DataFrame | None, key: str | None) -> DataFrame:
-    """Mark the rows of `flag_lines` that the poison list names (`listed.mark_listed`) and fail
-    them: a listed message is quarantined without being judged further. No list, no join."""
-    if poison is None:
-        marked = flagged.withColumn(listed.ENTRY, F.lit(None).cast("string")).withColumn(
-            listed.WHY, F.lit(None).cast("string"))
-    else:
-        marked = listed.mark_listed(flagged, poison, key)
-    return marked.withColumn("_failed", F.col("_failed") | F.col(listed.ENTRY).isNotNull())
+    return columns + [c.column for c in contract.python_checks]
 
 
 def explain(rows: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
@@ -223,7 +236,7 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         check_not_redriven(run.lake, run.config.name, run.batch_id)
         _clear_runs(run)  # what killed runs of this batch left; no other run is live
         try:
-            return _run_batch(spark, run)
+            return _run_isolating_crashes(spark, run)
         finally:
             _clear_runs(run)
 
@@ -247,7 +260,96 @@ def check_not_redriven(lake: Lake, dataset: str, batch_id: str) -> None:
         )
 
 
-def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
+def _run_isolating_crashes(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
+    """`_run_batch`; when a message crashes its one pass (`crash.data_crash`), find it
+    (`crash.isolate`), list it (source `crash`) and run the batch again, which quarantines
+    it as `crash.isolated` unjudged. At most `max_crash_isolations` messages a run; past
+    that, TooManyCrashes names the ones found (they stay listed). Any other failure goes
+    up as it is: the task fails and Airflow retries it.
+    """
+    config = run.config
+    log = batch_logger(__name__, config.name, run.batch_id)
+    isolated: list[crash.Isolated] = []
+    while True:
+        try:
+            return _run_batch(spark, run, isolated)
+        except Exception as err:
+            crashed = crash.data_crash(err)
+            if crashed is None:
+                raise
+            found = ", ".join(f"{i.source_file} line {i.line_number}" for i in isolated) or "none"
+            log.event("crashed", error=crashed.why, isolated_so_far=len(isolated), run_id=run.run_id)
+            if len(isolated) >= config.max_crash_isolations:
+                raise crash.TooManyCrashes(
+                    f"{config.name} batch {run.batch_id}: more than max_crash_isolations="
+                    f"{config.max_crash_isolations} messages crash the check ({crashed.why}); "
+                    f"isolated and listed: {found}. Fix the check, or raise the bound in pipeline.yaml"
+                ) from err
+            more = _isolate(spark, run, config.max_crash_isolations - len(isolated), log)
+            if not more:
+                raise  # no one message crashes alone: not the data's doing
+            isolated += more
+
+
+def _isolate(spark: SparkSession, run: BatchRun, limit: int, log: Any) -> list[crash.Isolated]:
+    """Find up to `limit` crashing messages of the batch and put each on the poison list.
+
+    Only a Python check can crash on data (`crash.data_crash`), so each step of the search
+    runs only the Python checks, on values the strict parser typed once a file: a small plan,
+    quick to run again and again on fewer lines.
+    """
+    config, lake = run.config, run.lake
+    contract = rules.read_contract(config.load_contract())
+    poison_list = PoisonList(lake, config.name)
+    entries = poison_list.entries()
+    poison = listed.poison_frame(spark, entries) if entries else None
+    verdicts = [F.count_if(F.col(c.column)) for c in contract.python_checks]
+
+    def judge(rows: DataFrame) -> None:  # every Python check on these rows, run to the end
+        rows = rules.with_python_checks(rows, contract, F.col(SKIP))
+        rows.agg(*verdicts).collect()
+
+    typed = _typed_for_checks(_numbered_lines(spark, run), contract, config.max_message_bytes, poison)
+    found = crash.isolate(typed, judge, limit,
+                          lambda event, **fields: log.event(event, run_id=run.run_id, **fields))
+    for item in found:
+        entry = poison_list.add(
+            "fingerprint", fingerprint(item.raw), item.crash.why, "crash",
+            added_by=f"foodtaster run {run.run_id}",
+            first_seen=Seen(run.batch_id, item.source_file, item.line_number),
+        )
+        log.event("crash_listed", entry=entry.id, file=item.source_file, line=item.line_number,
+                  error=item.crash.why)
+    return found
+
+
+SKIP = "_skip"
+
+
+def _typed_for_checks(
+    lines: DataFrame, contract: rules.Contract, max_message_bytes: int, poison: DataFrame | None
+) -> DataFrame:
+    """Lines with what the Python checks read: the parser's typed values and `_skip` (listed,
+    so never given to a check), as `flag_lines` gives them."""
+    parsed, skip = _parse_marking_listed(lines, contract, max_message_bytes, poison)
+    values = sorted({layers.value_column(c.field) for c in contract.python_checks})
+    listed_row = F.lit(False) if skip is None else skip
+    return parsed.select("_raw", "_source_file", "_line_number", *values, listed_row.alias(SKIP))
+
+
+def _numbered_lines(spark: SparkSession, run: BatchRun) -> DataFrame:
+    """The batch's messages with `_raw`, `_source_file` and `_line_number`, read as the job
+    reads them, without judging them."""
+    manifest = _manifest(run.input_path)
+    broker = _broker(manifest)
+    if broker:
+        return ingest.read_messages(spark, run.input_path, broker["stream"])
+    lines = ingest.read_lines(spark, run.input_path, run.config.line_read_bytes if manifest else None)
+    skipped = ingest.skipped_lines(spark, (manifest or {}).get("files", []))
+    return ingest.with_line_numbers(lines, ingest.split_offsets(lines), skipped)
+
+
+def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated]) -> dict[str, Any]:
     config, lake = run.config, run.lake
     log = batch_logger(__name__, config.name, run.batch_id)
     started = time.perf_counter()
@@ -267,8 +369,9 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         else:  # without a manifest nobody counted the lines the reader would skip: hold them all
             lines = ingest.read_lines(spark, run.input_path, config.line_read_bytes if manifest else None)
         # The one pass over every message; all that follows reads this copy, not the input.
-        flagged = _keep(extras.mark(with_listed(flag_lines(lines, contract, config.max_message_bytes),
-                                                poison, unique_key(contract))), held)
+        flagged = _keep(extras.mark(flag_lines(lines, contract, config.max_message_bytes, poison)),
+                        held)
+        fault_point("flagged")
         flagged = extras.hold(flagged, run.batch_id, lambda small: _persist(small, held))
         offsets = _persist(ingest.split_offsets(flagged), held)  # one row a file split
         ingested_at = _ingested_at(manifest, offsets)
@@ -347,7 +450,10 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
         "dataset": config.name, "batch_id": run.batch_id, "batch_date": run.batch_date,
         "run_id": run.run_id, "contract": config.contract, "input": run.input_path,
         "messages": messages, "valid": valid_count, "quarantined": quarantined,
-        "duplicates_dropped": duplicates_dropped, "listed": reason_counts.get(listed.RULE, 0),
+        "duplicates_dropped": duplicates_dropped,
+        # Known before this run: listed by anyone, or isolated by an earlier run's crash.
+        "listed": reason_counts.get(listed.RULE, 0) + reason_counts.get(listed.CRASH_RULE, 0) - len(isolated),
+        "crash_isolated": [item.as_dict() for item in isolated],
         "quarantine_rate": round(quarantined / messages, 6) if messages else 0.0,
         "reasons": reason_counts, "samples": samples, "gate": gate, **chances,
         "paths": {
@@ -377,6 +483,7 @@ def _run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     log.event(
         "validated", messages=messages, valid=summary["valid"], quarantined=quarantined,
         duplicates_dropped=summary["duplicates_dropped"], quarantine_rate=summary["quarantine_rate"],
+        crash_isolated=len(isolated),
         gate="passed" if gate["passed"] else "failed", published=summary["published"],
         run_id=run.run_id, seconds=summary["timings"]["total_s"],
     )

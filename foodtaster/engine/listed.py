@@ -3,7 +3,9 @@
 The job reads the list once at start (foodtaster.state.poison), turns it into a small
 DataFrame (`poison_frame`) that is broadcast, and `mark_listed` adds to each row the
 entry it matches, if any. A listed row is quarantined without being judged further:
-its reason is `registry.listed` with the entry's why as the message.
+its reason is `registry.listed` with the entry's why as the message, or, for an entry the
+job added when the message crashed it (source `crash`, foodtaster.engine.crash),
+`crash.isolated` in the `crash` layer.
 """
 
 from __future__ import annotations
@@ -18,47 +20,52 @@ from foodtaster.engine.reasons import Check, check
 from foodtaster.state.poison import Entry
 
 RULE = "registry.listed"
+CRASH_RULE = "crash.isolated"
 ENTRY = "_listed_entry"  # the matching entry's id, null when not listed
 WHY = "_listed_why"  # the matching entry's why, null when not listed
+SOURCE = "_listed_source"  # who added the matching entry: operator, crash, downstream
 POISON = StructType([
     StructField("entry_id", StringType(), False),
     StructField("match", StringType(), False),  # "fingerprint" | "key"
     StructField("value", StringType(), False),
     StructField("why", StringType(), False),
+    StructField("source", StringType(), False),
 ])
 
 
 def poison_frame(spark: SparkSession, entries: Iterable[Entry]) -> DataFrame:
     """The entries in force as the small DataFrame `mark_listed` broadcasts."""
-    return spark.createDataFrame([(e.id, e.match, e.value, e.why) for e in entries], POISON)
+    return spark.createDataFrame([(e.id, e.match, e.value, e.why, e.source) for e in entries], POISON)
 
 
 def _first_entry(poison: DataFrame, match: str, name: str) -> DataFrame:
     """One entry a value (the oldest id), so that a join never multiplies a row."""
-    first = F.min(F.struct("entry_id", "why"))
+    first = F.min(F.struct("entry_id", "why", "source"))
     return (
         poison.where(F.col("match") == match).groupBy("value").agg(first.alias("entry"))
         .select(F.col("value").alias(name), F.col("entry.entry_id").alias(f"{name}_id"),
-                F.col("entry.why").alias(f"{name}_why"))
+                F.col("entry.why").alias(f"{name}_why"), F.col("entry.source").alias(f"{name}_source"))
     )
 
 
 def mark_listed(rows: DataFrame, poison: DataFrame, key: str | None) -> DataFrame:
-    """Add `_listed_entry` and `_listed_why` (null when the row is not listed).
+    """Add `_listed_entry`, `_listed_why` and `_listed_source` (null when the row is not listed).
 
     `rows` needs `_raw` (the message's bytes as landed) and, when `key` names the
     dataset's unique key, that column. An exact-message entry wins over a key entry.
     """
     by_bytes = _first_entry(poison, "fingerprint", "_fp")
     marked = rows.withColumn("_fp", F.sha2(F.col("_raw"), 256)).join(F.broadcast(by_bytes), "_fp", "left")
-    entry, why = F.col("_fp_id"), F.col("_fp_why")
-    drop = ["_fp", "_fp_id", "_fp_why"]
+    entry, why, source = F.col("_fp_id"), F.col("_fp_why"), F.col("_fp_source")
+    drop = ["_fp", "_fp_id", "_fp_why", "_fp_source"]
     if key is not None:
         by_key = _first_entry(poison, "key", "_key")
         marked = marked.join(F.broadcast(by_key), F.col(key).cast("string") == F.col("_key"), "left")
+        by_fp = F.col("_fp_id").isNotNull()
         entry, why = F.coalesce(entry, F.col("_key_id")), F.coalesce(why, F.col("_key_why"))
-        drop += ["_key", "_key_id", "_key_why"]
-    return marked.withColumn(ENTRY, entry).withColumn(WHY, why).drop(*drop)
+        source = F.when(by_fp, source).otherwise(F.col("_key_source"))
+        drop += ["_key", "_key_id", "_key_why", "_key_source"]
+    return marked.withColumn(ENTRY, entry).withColumn(WHY, why).withColumn(SOURCE, source).drop(*drop)
 
 
 def listed_check() -> Check:
@@ -66,9 +73,15 @@ def listed_check() -> Check:
     return check(F.col(ENTRY).isNotNull(), "registry", RULE, F.col(WHY), value=F.col(ENTRY))
 
 
+def crash_check() -> Check:
+    """The `crash.isolated` check: fails where a row is listed by an entry a crash added."""
+    return check(F.col(SOURCE) == "crash", "crash", CRASH_RULE, F.col(WHY), value=F.col(ENTRY))
+
+
 def listed_reasons() -> Column:
-    """The reasons array of `listed_check`: one `registry.listed` reason, or none."""
-    return listed_check().reason
+    """One `registry.listed` reason for a listed row (`crash.isolated` when its entry came from
+    a crash), or none."""
+    return F.when(F.col(SOURCE) == "crash", crash_check().reason).otherwise(listed_check().reason)
 
 
 def unless_listed(reasons: Column) -> Column:

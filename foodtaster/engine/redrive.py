@@ -31,6 +31,7 @@ Public API (the retry pass of `foodtaster.engine` builds on it):
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -38,7 +39,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from foodtaster.engine import listed, rules
+from foodtaster.engine import listed, references, rules
 from foodtaster.engine.job import (
     DUPLICATE,
     QUARANTINED,
@@ -47,7 +48,6 @@ from foodtaster.engine.job import (
     flag_lines,
     unique_key,
     valid_rows,
-    with_listed,
     with_reasons,
 )
 from foodtaster.logs import batch_logger
@@ -157,12 +157,16 @@ def as_lines(rows: DataFrame) -> DataFrame:
 
 
 def rejudge(rows: DataFrame, contract: rules.Contract, poison: DataFrame | None,
-            max_message_bytes: int) -> DataFrame:
+            max_message_bytes: int,
+            keyed: Sequence[tuple[references.Reference, DataFrame | None]] = ()) -> DataFrame:
     """Rows of `select_quarantined` -> judged today: `_outcome` (valid, quarantined,
-    duplicate within the rows judged) and `reasons` (today's; empty for a valid row)."""
-    key = unique_key(contract)
-    flagged = with_listed(flag_lines(as_lines(rows), contract, max_message_bytes), poison, key)
-    return with_reasons(decide_outcomes(flagged, contract), contract, max_message_bytes)
+    duplicate within the rows judged) and `reasons` (today's; empty for a valid row).
+    `keyed`: the contract's references with today's published keys (as the job joins them),
+    so a row whose customer is still missing is not published by a redrive either."""
+    flagged = references.mark_references(flag_lines(as_lines(rows), contract, max_message_bytes, poison),
+                                         list(keyed))
+    extra = references.reference_checks([ref for ref, _ in keyed])
+    return with_reasons(decide_outcomes(flagged, contract), contract, max_message_bytes, extra)
 
 
 def published_keys(spark: SparkSession, lake: Lake, dataset: str, key: str,
@@ -242,7 +246,9 @@ def run_redrive(spark: SparkSession, run: RedriveRun) -> dict[str, Any]:
         if candidates is None:
             return _finish(run, report, started)
         key = unique_key(contract)
-        judged = rejudge(candidates, contract, poison, config.max_message_bytes)
+        keyed = [(ref, references.reference_keys(spark, lake, ref))
+                 for ref in references.read_references(config.load_contract())]
+        judged = rejudge(candidates, contract, poison, config.max_message_bytes, keyed)
         if key:
             judged = mark_published(judged, published_keys(spark, lake, dataset, key, run.partition_id), key)
         judged = judged.persist()

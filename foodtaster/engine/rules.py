@@ -16,13 +16,15 @@ of the right type, as pandera skips nulls in checks.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
 import pandera.pandas as pa
 from pyspark import SparkContext
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
@@ -182,12 +184,34 @@ class FieldRule:
 
 
 @dataclass(frozen=True)
+class PythonCheck:
+    """A check registered with pandera (`register_check_method`) that Spark cannot express:
+    pandera's own Check runs on the field's values in a pandas UDF (`with_python_checks`)."""
+
+    field: str
+    name: str
+    statistics: dict[str, Any]
+    dtype: str  # the model's dtype of the field, as the reference types its one-row frame
+    pandera_check: pa.Check = dataclasses.field(compare=False, repr=False)
+
+    @property
+    def column(self) -> str:
+        """The boolean column of its verdict: true passes, false fails, null not judged."""
+        return f"_py_{self.field}_{self.name}"
+
+    @property
+    def rule(self) -> str:
+        return rule_id(self.field, self.name, self.statistics)
+
+
+@dataclass(frozen=True)
 class Contract:
     """A pandera model read for row-level evaluation on Spark."""
 
     name: str
     fields: tuple[FieldRule, ...]
     frame_checks: tuple[tuple[str, dict[str, Any]], ...]
+    python_checks: tuple[PythonCheck, ...] = ()
 
     @property
     def unique_fields(self) -> list[str]:
@@ -196,15 +220,22 @@ class Contract:
 
 def read_contract(model: type[pa.DataFrameModel]) -> Contract:
     schema = model.to_schema()
-    fields = []
+    fields, python_checks = [], []
     for name, column in schema.columns.items():
         checks = tuple((c.name, dict(c.statistics or {})) for c in column.checks)
-        for check_name, _ in checks:
-            if check_name not in COLUMN_CHECKS:
+        for written in column.checks:
+            if written.name in COLUMN_CHECKS:
+                continue
+            if written.name not in pa.Check.REGISTERED_CUSTOM_CHECKS or written.groupby is not None:
                 raise ContractError(
-                    f"{model.__name__}.{name}: check {check_name!r} has no Spark evaluation; "
-                    f"known: {sorted(COLUMN_CHECKS)}"
+                    f"{model.__name__}.{name}: check {written.name!r} has no Spark evaluation; "
+                    f"known: {sorted(COLUMN_CHECKS)}, or a check registered with "
+                    "pandera.extensions.register_check_method (vectorized or element_wise)"
                 )
+            python_checks.append(PythonCheck(
+                field=name, name=written.name, statistics=dict(written.statistics or {}),
+                dtype=str(column.dtype), pandera_check=written,
+            ))
         fields.append(
             FieldRule(
                 name=name, json_type=json_type_of(column.dtype), required=column.required,
@@ -215,7 +246,8 @@ def read_contract(model: type[pa.DataFrameModel]) -> Contract:
     for check_name, _ in frame_checks:
         if check_name != "conditional":
             raise ContractError(f"{model.__name__}: frame check {check_name!r} has no Spark evaluation")
-    return Contract(name=model.__name__, fields=tuple(fields), frame_checks=frame_checks)
+    return Contract(name=model.__name__, fields=tuple(fields), frame_checks=frame_checks,
+                    python_checks=tuple(python_checks))
 
 
 def parse_fields(contract: Contract) -> list[tuple[str, str, DataType]]:
@@ -289,6 +321,8 @@ def _build_field_checks(contract: Contract) -> list[Check]:
                 )
             )
         for check_name, statistics in rule.checks:
+            if check_name not in COLUMN_CHECKS:
+                continue  # a Python check: `_python_field_checks`
             passes, message = COLUMN_CHECKS[check_name](value, statistics)
             checks.append(
                 check(
@@ -297,8 +331,72 @@ def _build_field_checks(contract: Contract) -> list[Check]:
                     column=rule.name, value=value,
                 )
             )
+    checks.extend(_python_field_checks(contract))
     checks.extend(_frame_checks(contract))
     return checks
+
+
+def _python_field_checks(contract: Contract) -> list[Check]:
+    """A Python check fails where its verdict column (`with_python_checks`) is false."""
+    return [
+        check(~F.col(c.column), "contract", c.rule, f"{c.field} fails the check {c.rule}",
+              column=c.field, value=_t(c.field))
+        for c in contract.python_checks
+    ]
+
+
+def python_check_verdicts(python_check: PythonCheck, values: pd.Series, judged: pd.Series) -> pd.Series:
+    """pandera's verdict on the `judged` values (true, false, or NA where not judged).
+
+    The values are typed as the reference types them (`str(column.dtype)`): Spark gives a
+    long column without nulls as int64, and `judged` says which rows have a value, so the
+    value never takes a detour through float64. A check that answers for the whole Series
+    (one bool) is asked again one value at a time: a row's verdict is its own, as in the
+    reference's one-row frames. A check that raises is not caught: that is a data crash
+    (foodtaster.engine.crash).
+    """
+    verdicts = pd.Series(pd.NA, index=values.index, dtype="boolean")
+    present = values[judged.astype(bool)].astype(python_check.dtype)
+    if present.empty:
+        return verdicts
+    run = python_check.pandera_check
+    output = run(present).check_output
+    if not isinstance(output, pd.Series):
+        output = pd.Series([bool(run(present.iloc[[i]]).check_output) for i in range(len(present))],
+                           index=present.index)
+    verdicts[present.index] = output.astype(bool)
+    return verdicts
+
+
+def with_python_checks(rows: DataFrame, contract: Contract, skip: Column | None = None) -> DataFrame:
+    """Add each Python check's verdict column (`PythonCheck.column`) to rows from `layers.parse`.
+
+    One pandas UDF a check, reading the field's typed value where its JSON type was right
+    (a wrong type is the type rule's reason, as pandera skips such values); `skip` marks rows
+    never given to the check (a listed message: a crash found once is not met again).
+    """
+    for python_check in contract.python_checks:
+        value = _t(python_check.field)
+        judged = value.isNotNull() if skip is None else value.isNotNull() & ~skip
+        filler = F.lit(_FILLERS[_spark_type_name(rows, python_check.field)])
+        verdict = _python_check_udf(python_check)(F.coalesce(value, filler), judged)
+        rows = rows.withColumn(python_check.column, F.when(judged, verdict))
+    return rows
+
+
+_FILLERS = {"string": "", "bigint": 0, "double": 0.0, "boolean": False}
+
+
+def _spark_type_name(rows: DataFrame, name: str) -> str:
+    return rows.schema[layers.value_column(name)].dataType.simpleString()
+
+
+def _python_check_udf(python_check: PythonCheck) -> Callable[..., Column]:
+    @F.pandas_udf(BooleanType())  # type: ignore[call-overload]
+    def verdicts(values: pd.Series, judged: pd.Series) -> pd.Series:
+        return python_check_verdicts(python_check, values, judged)
+
+    return verdicts
 
 
 def frame_rule_id(s: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ zero, `1E2` and `10.0` for an integer, long digit strings.
 
 from __future__ import annotations
 
+import itertools
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -18,6 +19,7 @@ from conftest import lines_frame
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from contracts.checked import OrdersChecked
 from contracts.orders import Orders
 from foodtaster.engine.job import validate_lines
 from foodtaster.engine.rules import FieldRule, read_contract
@@ -211,3 +213,30 @@ def test_numbers_at_the_edge_of_their_type_agree_and_never_reach_a_valid_row_as_
     # 2**63, -(2**63)-1, 10**30, 400 nines, 1 and 400 zeros, 30 digits
     assert verdicts.count({"items.out_of_range"}) == 6
     assert {"items.type(integer)"} in verdicts  # 1E2 and 10.0 for an integer
+
+
+CHECKED = read_contract(OrdersChecked)
+# Amounts around the two-decimal rule of OrdersChecked's Python check (`decimal_places`).
+CENTS = [10, 10.5, 10.25, 10.255, 0.1 + 0.2, 1e-7, 999999.99, 999999.995, -0.01, 0.0, 1e300,
+         Literal("12.50"), Literal("1E-2"), Literal("1e-400"), Literal("1e400"), "10.25", None, True]
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
+          phases=[Phase.explicit, Phase.generate])
+@given(batch=st.lists(messages(), min_size=40, max_size=60),
+       amounts=st.lists(st.one_of(st.sampled_from(CENTS), st.floats(0, 1e6), st.integers(0, 10**6)),
+                        min_size=40, max_size=40))
+def test_spark_and_pandera_agree_on_a_python_check(spark, batch, amounts):
+    """A check registered with pandera and run by Spark as a pandas UDF: the same verdict."""
+    assert [c.rule for c in CHECKED.python_checks] == ["amount.decimal_places(2)"]
+    batch = [{**m, "amount": a} for m, a in zip(batch, itertools.cycle(CENTS + amounts))]
+    lines = [encode(m) for m in batch]
+    rows = validate_lines(lines_frame(spark, lines), CHECKED, 1 << 20).orderBy("_row_id").collect()
+    verdicts = []
+    for line, row in zip(lines, rows, strict=True):
+        spark_rules = {r.rule for r in row["_reasons"]}
+        reference = failed_rules(decode(line), OrdersChecked, CHECKED)
+        assert spark_rules == reference, f"{line}: spark only {spark_rules - reference}, pandera only " \
+                                         f"{reference - spark_rules}"
+        verdicts.append("amount.decimal_places(2)" in spark_rules)
+    assert any(verdicts) and not all(verdicts)

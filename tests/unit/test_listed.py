@@ -6,15 +6,23 @@ import hashlib
 
 from pyspark.sql import functions as F
 
-from foodtaster.engine.listed import ENTRY, WHY, listed_reasons, mark_listed, poison_frame, unless_listed
+from foodtaster.engine.listed import (
+    ENTRY,
+    SOURCE,
+    WHY,
+    listed_reasons,
+    mark_listed,
+    poison_frame,
+    unless_listed,
+)
 from foodtaster.engine.reasons import REASONS, check
 from foodtaster.state.poison import Entry
 
 ROWS = "_raw binary, message_id string, _line_number long"
 
 
-def entry(id_, match, value, why):
-    return Entry(id=id_, match=match, value=value, why=why, source="operator", added_by="t",
+def entry(id_, match, value, why, source="operator"):
+    return Entry(id=id_, match=match, value=value, why=why, source=source, added_by="t",
                  added_at="2026-11-22T00:00:00+00:00")
 
 
@@ -65,7 +73,8 @@ def test_without_a_unique_key_only_exact_entries_match(spark):
                                   entry("f", "fingerprint", sha(b'{"message_id": "b"}'), "exact")])
     marked = mark_listed(rows(spark).drop("message_id"), poison, None)
     assert by_line(marked)[2] == ("f", "exact")
-    assert "message_id" not in marked.columns and set(marked.columns) == {"_raw", "_line_number", ENTRY, WHY}
+    assert "message_id" not in marked.columns and set(marked.columns) == {
+        "_raw", "_line_number", ENTRY, WHY, SOURCE}
 
 
 def test_an_empty_list_marks_nothing(spark):
@@ -91,3 +100,20 @@ def test_a_listed_row_is_not_judged_further(spark):
         "_line_number", unless_listed(judged).alias("reasons"))
     rules = {r["_line_number"]: [x["rule"] for x in r["reasons"]] for r in marked.collect()}
     assert rules == {1: [], 2: ["registry.listed"], 3: ["json.invalid"], 4: [], 5: []}
+
+
+def test_a_message_listed_by_a_crash_is_quarantined_as_crash_isolated(spark):
+    """An entry the job added when the message crashed a check gives the `crash` layer's reason;
+    where an exact entry and a key entry both match, the exact one's source decides."""
+    poison = poison_frame(spark, [
+        entry("c1", "fingerprint", sha(b'{"message_id": "a"}'), "ValueError: no rule for 13", "crash"),
+        entry("k1", "key", "a", "known by key"),
+        entry("k2", "key", "b", "known bad", "downstream"),
+    ])
+    marked = mark_listed(rows(spark), poison, "message_id").select(
+        "_line_number", SOURCE, listed_reasons().alias("reasons"))
+    got = {r["_line_number"]: (r[SOURCE], [(x.layer, x.rule, x.message, x.value) for x in r["reasons"]])
+           for r in marked.collect()}
+    assert got[1] == ("crash", [("crash", "crash.isolated", "ValueError: no rule for 13", "c1")])
+    assert got[2] == ("downstream", [("registry", "registry.listed", "known bad", "k2")])
+    assert got[3] == (None, [])

@@ -1,0 +1,187 @@
+"""Crash isolation: when a message crashes the one pass, find it and fence it off.
+
+A check written in Python (a pandera check method run as a pandas UDF) may raise on a
+value it was never written for. Spark then fails the task on every attempt, and every
+rerun of the batch would fail the same way. This module tells such a data crash apart
+from a failure of the cluster or the lake (`data_crash`) and finds the message(s)
+responsible (`isolate`): the batch's files one at a time, then halves of the failing
+file's lines, down to one line, each step a small Spark job on that file's lines only.
+The job (foodtaster.engine.job) lists each message found on the poison list (source
+`crash`), so its rerun quarantines it as `crash.isolated` without giving it to the check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.errors import PythonException
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+WHY_MAX_CHARS = 300
+# A Python worker that failed this way failed for the machine, not for the message.
+INFRASTRUCTURE_ERRORS = frozenset({
+    "MemoryError", "OSError", "IOError", "EnvironmentError", "ConnectionError", "ConnectionResetError",
+    "ConnectionRefusedError", "ConnectionAbortedError", "BrokenPipeError", "TimeoutError", "EOFError",
+    "FileNotFoundError", "PermissionError", "InterruptedError", "KeyboardInterrupt", "SystemExit",
+    "socket.timeout", "py4j.protocol.Py4JNetworkError",
+})
+# Words in Spark's account of the failed job that name the cluster, never the data.
+INFRASTRUCTURE_WORDS = (
+    "ExecutorLostFailure", "FetchFailed", "No space left on device", "Python worker exited unexpectedly",
+    "java.lang.OutOfMemoryError", "Connection refused", "TaskKilled",
+)
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+
+
+class TooManyCrashes(RuntimeError):
+    """More messages crash the batch than `max_crash_isolations`; those found stay listed."""
+
+
+class NotIsolated(RuntimeError):
+    """The batch crashes, but no file or line of it crashes alone: not one message's doing."""
+
+
+@dataclass(frozen=True)
+class DataCrash:
+    """What a crashing message raised: the exception's class and the first line of its message."""
+
+    error: str
+    message: str
+
+    @property
+    def why(self) -> str:
+        why = f"{self.error}: {self.message}" if self.message else self.error
+        return why if len(why) <= WHY_MAX_CHARS else why[:WHY_MAX_CHARS] + "…"
+
+
+@dataclass(frozen=True)
+class Isolated:
+    """A message that crashes the pass on its own, with its lineage."""
+
+    source_file: str
+    line_number: int
+    raw: bytes
+    crash: DataCrash
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"source_file": self.source_file, "line_number": self.line_number, "why": self.crash.why}
+
+
+def data_crash(err: BaseException) -> DataCrash | None:
+    """The crash `err` reports if the data caused it, else None (the task fails as before).
+
+    The rule: a task failed on all its attempts with an exception raised by Python code
+    running a check on rows (a `PythonException` out of a UDF) whose class is not an
+    operating-system, memory or network error, and Spark's account of the failure names no
+    lost executor, failed fetch or full disk. Anything else, a failure in the JVM, the lake
+    or the driver included, is not the data's. `isolate` then confirms it: a crash that no
+    single message reproduces is not taken for the data's either.
+    """
+    if not isinstance(err, PythonException):
+        return None
+    origin = getattr(err, "_origin", None)
+    account = f"{err}\n{origin}" if origin is not None else str(err)
+    if any(words in account for words in INFRASTRUCTURE_WORDS):
+        return None
+    raised = _raised(str(err))
+    if raised is None or raised.error in INFRASTRUCTURE_ERRORS or raised.error.endswith("Warning"):
+        return None
+    return raised
+
+
+def _raised(traceback: str) -> DataCrash | None:
+    """The last exception line of a Python traceback: `ValueError: no rule for 13`."""
+    lines = traceback.strip().splitlines()
+    try:
+        start = max(i for i, line in enumerate(lines) if line.startswith("Traceback"))
+    except ValueError:
+        return None
+    for line in reversed(lines[start + 1:]):
+        if line and not line[0].isspace():
+            match = _EXCEPTION_LINE.match(line.strip())
+            if match:
+                return DataCrash(match.group(1), (match.group(2) or "").strip())
+    return None
+
+
+Log = Callable[..., None]
+
+
+def isolate(lines: DataFrame, judge: Callable[[DataFrame], Any], limit: int, log: Log) -> list[Isolated]:
+    """Up to `limit` messages of `lines` (a batch's numbered lines: `_raw`, `_source_file`,
+    `_line_number`) on which `judge` (the one pass, run to the end) crashes on its own.
+
+    A file at a time; in a file that crashes, halves of its lines by number, down to one.
+    The lower half of a crashing range is tried first; when it passes, the upper half is the
+    one that crashes, and is split without a job of its own (the one line it ends in is tried);
+    when it crashes, the upper half is tried too (two messages may crash the range). Every step
+    is logged. A crash no one line reproduces (only rows together crash the check) raises
+    NotIsolated; an error `data_crash` does not take for the data's is re-raised.
+    """
+    files = [r[0] for r in lines.select("_source_file").distinct().orderBy("_source_file").collect()]
+    found: list[Isolated] = []
+    for source_file in files:
+        if len(found) >= limit:
+            break
+        rows = lines.where(F.col("_source_file") == source_file).persist()
+        try:
+            found += _isolate_file(rows, source_file, judge, limit - len(found), log)
+        finally:
+            rows.unpersist()
+    return found
+
+
+def _isolate_file(rows: DataFrame, source_file: str, judge: Callable[[DataFrame], Any], limit: int,
+                  log: Log) -> list[Isolated]:
+    low, high = rows.agg(F.min("_line_number"), F.max("_line_number")).first()
+    if low is None:
+        return []
+    crash = _crashes(rows, low, high, judge)
+    log("crash_isolation_step", file=source_file, lines=f"{low}-{high}", crashed=crash is not None)
+    if crash is None:
+        return []
+    found: list[Isolated] = []
+    crashing: list[tuple[int, int, DataCrash | None]] = [(low, high, crash)]  # earliest lines last
+    while crashing and len(found) < limit:
+        low, high, crash = crashing.pop()
+        if low == high:
+            if crash is None:  # a line taken on trust is tried
+                crash = _crashes(rows, low, high, judge)
+                log("crash_isolation_step", file=source_file, lines=f"{low}-{high}",
+                    crashed=crash is not None)
+            if crash is None:
+                raise NotIsolated(
+                    f"{source_file}: lines around {low} crash the check together, but no one of them "
+                    "does on its own: the crash depends on several messages at once, not one"
+                )
+            raw = rows.where(F.col("_line_number") == low).select("_raw").first()[0]
+            found.append(Isolated(source_file, low, bytes(raw), crash))
+            log("crash_isolated", file=source_file, line=low, error=crash.why)
+            continue
+        middle = (low + high) // 2
+        lower = _crashes(rows, low, middle, judge)
+        log("crash_isolation_step", file=source_file, lines=f"{low}-{middle}", crashed=lower is not None)
+        if lower is None:  # the range crashes, so its upper half does: no job needed to know
+            crashing.append((middle + 1, high, None))
+            continue
+        upper = _crashes(rows, middle + 1, high, judge)  # another message may crash it too
+        log("crash_isolation_step", file=source_file, lines=f"{middle + 1}-{high}", crashed=upper is not None)
+        if upper is not None:
+            crashing.append((middle + 1, high, upper))
+        crashing.append((low, middle, lower))
+    return found
+
+
+def _crashes(rows: DataFrame, low: int, high: int, judge: Callable[[DataFrame], Any]) -> DataCrash | None:
+    try:
+        judge(rows.where(F.col("_line_number").between(low, high)))
+    except Exception as err:  # the crash is what we are looking for; anything else goes on up
+        crash = data_crash(err)
+        if crash is None:
+            raise
+        return crash
+    return None

@@ -1,0 +1,87 @@
+"""Which failures are the data's (crash isolation, issue 10): the rule `data_crash` applies."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.errors.exceptions.captured import PythonException
+
+from foodtaster.engine.crash import DataCrash, NotIsolated, data_crash, isolate
+
+
+def worker_failure(last_line: str, account: str = "") -> PythonException:
+    """A PythonException as a failed task brings it back: the worker's traceback (PySpark's
+    captured exceptions need a running JVM: the tests take the `spark` fixture)."""
+    desc = ("\n  An exception was thrown from the Python worker. Please see the stack trace below.\n"
+            "Traceback (most recent call last):\n"
+            '  File "/work/contracts/checked.py", line 29, in unlucky\n'
+            '    raise ValueError(f"no rule for {value} items")\n'
+            f"{last_line}\n{account}")
+    return PythonException(desc=desc, stackTrace="org.apache.spark.SparkException: Job aborted")
+
+
+def test_a_check_that_raises_is_a_data_crash_named_by_its_class_and_first_line(spark):
+    crash = data_crash(worker_failure("ValueError: no rule for 13 items"))
+    assert crash == DataCrash("ValueError", "no rule for 13 items")
+    assert crash.why == "ValueError: no rule for 13 items"
+    assert data_crash(worker_failure("pandas.errors.IntCastingNaNError: cannot")).error == \
+        "pandas.errors.IntCastingNaNError"
+    assert data_crash(worker_failure("ZeroDivisionError")).why == "ZeroDivisionError"
+    assert len(data_crash(worker_failure("KeyError: " + "k" * 1000)).why) <= 301
+
+
+@pytest.mark.parametrize("last_line, account", [
+    ("MemoryError", ""),
+    ("OSError: [Errno 28] No space left on device", ""),
+    ("ConnectionResetError: [Errno 104] Connection reset by peer", ""),
+    ("EOFError", ""),
+    ("ValueError: x", "ExecutorLostFailure (executor 1 exited caused by one of the running tasks)"),
+    ("ValueError: x", "org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)"),
+])
+def test_failures_of_the_machine_are_never_taken_for_the_data(spark, last_line, account):
+    assert data_crash(worker_failure(last_line, account)) is None
+
+
+def test_failures_outside_a_python_check_are_never_taken_for_the_data(spark):
+    assert data_crash(FileNotFoundError("lake gone")) is None
+    assert data_crash(RuntimeError("Job aborted due to stage failure: java.io.IOException")) is None
+    assert data_crash(PythonException(desc="no traceback here", stackTrace="")) is None
+
+
+def lines(spark, count: int, files=("file:/b/a.jsonl", "file:/b/b.jsonl")):
+    return spark.createDataFrame(
+        [(bytearray(f"{f}:{n}".encode()), f, n) for f in files for n in range(1, count + 1)],
+        "_raw binary, _source_file string, _line_number long")
+
+
+def crashing_on(wanted: set[tuple[str, int]], together: bool = False):
+    """A judge that crashes where the rows hold a wanted line (or, `together`, all of them)."""
+    steps = []
+
+    def judge(rows) -> None:
+        seen = {(r._source_file, r._line_number) for r in rows.collect()}
+        steps.append(len(seen))
+        if (wanted <= seen) if together else (wanted & seen):
+            raise worker_failure("ValueError: no rule for 13 items")
+
+    judge.steps = steps
+    return judge
+
+
+def test_isolation_halves_a_crashing_file_down_to_each_crashing_line(spark):
+    wanted = {("file:/b/a.jsonl", 7), ("file:/b/a.jsonl", 50), ("file:/b/b.jsonl", 64)}
+    judge, logged = crashing_on(wanted), []
+    found = isolate(lines(spark, 64), judge, 10, lambda event, **fields: logged.append((event, fields)))
+    assert {(i.source_file, i.line_number) for i in found} == wanted
+    assert {bytes(i.raw) for i in found} == {f"{f}:{n}".encode() for f, n in wanted}
+    assert {i.crash.why for i in found} == {"ValueError: no rule for 13 items"}
+    assert max(judge.steps) == 64 and len(judge.steps) < 3 * 2 * 7  # a file at most, then halves
+    assert sum(event == "crash_isolated" for event, _ in logged) == 3
+    assert all("file" in fields for _, fields in logged)
+
+
+def test_isolation_stops_at_its_bound_and_refuses_a_crash_no_one_line_makes(spark):
+    wanted = {("file:/b/a.jsonl", n) for n in (3, 9, 27)}
+    assert len(isolate(lines(spark, 32), crashing_on(wanted), 2, lambda *a, **k: None)) == 2
+    together = crashing_on({("file:/b/a.jsonl", 3), ("file:/b/a.jsonl", 30)}, together=True)
+    with pytest.raises(NotIsolated, match="a.jsonl: .* several messages at once"):
+        isolate(lines(spark, 32), together, 10, lambda *a, **k: None)
