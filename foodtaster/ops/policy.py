@@ -22,23 +22,32 @@ class Verdict:
 def decide(summary: dict[str, Any], config: DatasetConfig) -> Verdict:
     """Hold at or above hold_rate or on a failed batch gate; alert at or above alert_rate.
 
-    The thresholds apply to the rate of NEW quarantined messages: those already on
-    the poison list (`listed`, 0 when the summary has no such count) paged someone
-    when they were first seen. A batch made only of listed messages is not held:
-    there is nothing new in it, not even rows for the batch gate to judge.
+    The thresholds apply to the rate of NEW poison among the quarantined messages. Not
+    counted: those already on the poison list (`listed`: they paged someone when first
+    seen), those failing only a retryable rule (`retrying`: they may pass on a later run)
+    and those held for their conversation (`held_for_group`: their poison message is
+    counted itself). Each count is 0 when the summary has none. A batch made only of
+    listed messages is not held: there is nothing new in it, not even rows for the
+    batch gate to judge.
     """
     rate = float(summary["quarantine_rate"])
     messages = summary["messages"]
     if messages == 0:
         return Verdict(publish=False, alert=False, severity="ok", why=("empty batch",))
     listed = int(summary.get("listed") or 0)
-    if not listed:
+    waiting = int(summary.get("retrying") or 0) + int(summary.get("held_for_group") or 0)
+    if not listed and not waiting:
         return _judge(rate, "quarantine rate", summary, config, ())
     quarantined = int(summary["quarantined"])
-    note = f"{listed} of {quarantined} quarantined messages were already listed"
-    if listed == messages:
-        return Verdict(publish=True, alert=False, severity="ok", why=(f"all {note}",))
-    return _judge((quarantined - listed) / messages, "new quarantine rate", summary, config, (note,))
+    notes = []
+    if listed:
+        notes.append(f"{listed} of {quarantined} quarantined messages were already listed")
+        if listed == messages:
+            return Verdict(publish=True, alert=False, severity="ok", why=(f"all {notes[0]}",))
+    if waiting:
+        notes.append(f"{waiting} of {quarantined} quarantined messages wait (a retry, their conversation)")
+    new = (quarantined - listed - waiting) / messages
+    return _judge(new, "new quarantine rate", summary, config, tuple(notes))
 
 
 def _judge(

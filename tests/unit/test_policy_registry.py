@@ -107,6 +107,18 @@ def test_a_failed_gate_still_holds_a_batch_with_some_listed_messages():
     assert verdict.why[-1] == "4 of 5 quarantined messages were already listed"
 
 
+@pytest.mark.parametrize(("retrying", "held", "publish", "severity"), [
+    (29, 0, True, "ok"),  # 30 quarantined, 29 wait for a late customer: 1 new in 100
+    (0, 25, True, "warning"),  # 25 held behind their conversation's poison: 5 new, over alert_rate
+    (5, 5, False, "critical"),  # 20 new: at hold_rate
+])
+def test_retrying_and_held_for_their_group_are_not_new_poison(retrying, held, publish, severity):
+    batch = {**listed_summary(100, 30, 0), "retrying": retrying, "held_for_group": held}
+    verdict = decide(batch, ORDERS)
+    assert (verdict.publish, verdict.severity) == (publish, severity)
+    assert f"{retrying + held} of 30 quarantined messages wait (a retry, their conversation)" in verdict.why
+
+
 def test_the_alert_says_how_many_quarantined_messages_were_already_listed():
     from foodtaster.ops.alerts import build_batch_alert
 
