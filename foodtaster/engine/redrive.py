@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -53,7 +54,7 @@ from foodtaster.engine.job import (
 from foodtaster.logs import batch_logger
 from foodtaster.registry import DatasetConfig
 from foodtaster.state import dispositions as dispo
-from foodtaster.state.browse import partitions
+from foodtaster.state.browse import Partition, partitions
 from foodtaster.state.lake import (
     Lake,
     check_batch_id,
@@ -109,14 +110,20 @@ class RedriveRun:
         return check_batch_id(PREFIX + self.redrive_id)
 
 
+def quarantine_partitions(lake: Lake, dataset: str, selection: Selection) -> list[Partition]:
+    """The quarantine partitions of the batches `selection` names (date range, batch)."""
+    return [p for p in partitions(lake, "quarantine", dataset)
+            if selection.date_from <= p.batch_date <= selection.date_to
+            and (selection.batch_id is None or p.batch_id == selection.batch_id)]
+
+
 def select_quarantined(spark: SparkSession, lake: Lake, dataset: str, selection: Selection,
-                       state: dispo.DispositionState | None = None) -> DataFrame | None:
+                       state: dispo.DispositionState | None = None,
+                       parts: list[Partition] | None = None) -> DataFrame | None:
     """The quarantined rows `selection` names that are still in quarantine (not redriven,
     duplicate or purged), with `batch_date` and `_old_rules` (their rules when quarantined).
     None when no quarantine partition is in the range."""
-    parts = [p for p in partitions(lake, "quarantine", dataset)
-             if selection.date_from <= p.batch_date <= selection.date_to
-             and (selection.batch_id is None or p.batch_id == selection.batch_id)]
+    parts = quarantine_partitions(lake, dataset, selection) if parts is None else parts
     if not parts:
         return None
     base = f"{lake.root.rstrip('/')}/quarantine/{dataset}"
@@ -235,13 +242,19 @@ def run_redrive(spark: SparkSession, run: RedriveRun) -> dict[str, Any]:
     config, lake, dataset = run.config, run.lake, run.config.name
     log = batch_logger(__name__, dataset, run.partition_id)
     started = time.perf_counter()
-    with batch_lease(lake, dataset, "redrive", run.redrive_id):  # one redrive of a dataset at a time
+    # One redrive of a dataset at a time; and, to publish, the lease of every batch it reads:
+    # a run of one of them at the same moment would judge its rows again and publish them twice.
+    with batch_lease(lake, dataset, "redrive", run.redrive_id), ExitStack() as batches:
         log.event("redrive_started", selection=asdict(run.selection), dry_run=run.dry_run)
+        parts = quarantine_partitions(lake, dataset, run.selection)
+        if not run.dry_run:
+            for batch_id in sorted({p.batch_id for p in parts}):
+                batches.enter_context(batch_lease(lake, dataset, batch_id, run.redrive_id))
         contract = rules.read_contract(config.load_contract())
         entries = PoisonList(lake, dataset).entries()
         poison = listed.poison_frame(spark, entries) if entries else None
         disposition_log = dispo.Dispositions(lake, dataset)
-        candidates = select_quarantined(spark, lake, dataset, run.selection, disposition_log.state())
+        candidates = select_quarantined(spark, lake, dataset, run.selection, disposition_log.state(), parts)
         report = _report(run)
         if candidates is None:
             return _finish(run, report, started)

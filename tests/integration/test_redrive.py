@@ -59,6 +59,17 @@ def test_a_dry_run_counts_by_rule_and_moves_nothing(spark, lake):
     assert redrive_entries(lake, "orders") == []
 
 
+def test_a_redrive_waits_for_a_live_run_of_a_batch_it_would_publish_from(spark, lake):
+    from foodtaster.state.lease import LeaseHeld, batch_lease
+
+    with batch_lease(lake, "orders", "b1", "a-live-run"), pytest.raises(LeaseHeld, match="a-live-run"):
+        _redrive(spark, lake, DAY1, redrive_id="blocked")
+    assert not exists(lake.valid("orders", DAY1, "redrive-blocked"))
+    assert Dispositions(lake, "orders").state().counts() == {}
+    assert redrive_entries(lake, "orders") == []
+    check_accounts(lake, "orders")
+
+
 def test_redrive_publishes_once_under_the_original_date_and_lineage(spark, lake):
     first = _redrive(spark, lake, DAY1, redrive_id="r1")
     moved = first["counts"]["published"]
