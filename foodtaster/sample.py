@@ -50,10 +50,13 @@ _PAID = ("PAID", "SHIPPED", "DELIVERED")  # the statuses that require amount > 0
 # json.dumps' default spacing with another. The engine must not care.
 _PRODUCERS = ("checkout-svc", "fulfilment-svc")
 _SEPARATORS = ((",", ":"), (", ", ": "))
+# One order a message (`o-<day>-<seed>-<n>`, unique across days): orders is a conversation
+# dataset, and a shared order would hold good messages behind a poison one, which is what
+# `generate_second_chances` makes on purpose, not this.
 _TEMPLATES = (
-    '{{"message_id":"m-{0}-{1}","order_id":"o-{2:07d}","customer_id":"c-{3:05d}",{4},'
+    '{{"message_id":"m-{0}-{1}","order_id":"o-{2}{1}","customer_id":"c-{3:05d}",{4},'
     '"created_at":"{5}",{6}}}\n',
-    '{{"order_id": "o-{2:07d}", "message_id": "m-{0}-{1}", "created_at": "{5}", {4}, '
+    '{{"order_id": "o-{2}{1}", "message_id": "m-{0}-{1}", "created_at": "{5}", {4}, '
     '"customer_id": "c-{3:05d}", {6}}}\n',
 )
 _EXTRAS: tuple[dict[str, object], ...] = (
@@ -184,12 +187,13 @@ def _good_lines(rng: random.Random, seed: int, day: date) -> Callable[[int], str
     rest = [_rest(rng, 1 << 12, s) for s in (0, 1)]
     formats = [template.format for template in _TEMPLATES]
     bits = rng.getrandbits
+    order_prefix = f"{day:%Y%m%d}-{seed}-"
 
     def good(n: int) -> str:
         r = bits(84)
         style = (r & 3) == 0  # one line in four comes from the fulfilment service
         return formats[style](
-            seed, n, (r >> 2) & 0xFFFFF, (r >> 22) & 0xFFFF, money[style][(r >> 38) & 0x3FFF],
+            seed, n, order_prefix, (r >> 22) & 0xFFFF, money[style][(r >> 38) & 0x3FFF],
             times[(r >> 52) & 0xFFFF], rest[style][(r >> 68) & 0xFFF],
         )
 
