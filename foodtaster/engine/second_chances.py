@@ -31,7 +31,7 @@ LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
 class Extras:
     config: DatasetConfig
     keyed: list[tuple[references.Reference, DataFrame | None]]
-    opened: DataFrame | None
+    opened: list[Poison]  # the open groups' poison messages, as read at start
     unchecked: list[str] = field(default_factory=list)  # references not checked (nothing published)
     poison: list[Poison] = field(default_factory=list)
     retrying: list[tuple[str, str]] = field(default_factory=list)  # (lineage key, next attempt), for the log
@@ -50,7 +50,9 @@ class Extras:
         if not self.config.group_by:
             return flagged
         by, order = self.config.group_by, self.config.order_by
-        held_groups = keep(groups.holding(flagged, self.opened, by, order, batch_id))
+        # A rerun judges the batch's own messages again: its earlier poison holds nothing now.
+        others = groups.open_frame(flagged.sparkSession, [p for p in self.opened if p.batch_id != batch_id])
+        held_groups = keep(groups.holding(flagged, others, by, order, batch_id))
         return groups.mark_held(flagged, held_groups, by, order)
 
     def checks(self) -> list[Check]:
@@ -97,6 +99,9 @@ class Extras:
             return None
         log = GroupLog(lake, self.config.name)
         log.poisoned(batch_id, self.poison)
+        judged_again = {p.lineage for p in self.opened if p.batch_id == batch_id}
+        log.release(judged_again - {p.lineage for p in self.poison},
+                    why=f"the rerun of batch {batch_id} no longer quarantines it", by="job")
         return len(log.open_groups())
 
 
@@ -110,7 +115,7 @@ def prepare(spark: SparkSession, lake: Lake, config: DatasetConfig, log: BatchLo
             log.event("reference_unchecked", rule=ref.rule,
                       why=f"{ref.dataset} has published nothing yet")
         keyed.append((ref, keys))
-    opened = None
+    opened: list[Poison] = []
     if config.group_by:
         fields = set(config.load_contract().to_schema().columns)
         missing = [name for name in (config.group_by, config.order_by) if name not in fields]
@@ -118,5 +123,5 @@ def prepare(spark: SparkSession, lake: Lake, config: DatasetConfig, log: BatchLo
             raise RegistryError(
                 f"{config.name}: group_by/order_by {missing} are not fields of {config.contract}"
                 if missing else f"{config.name}: a conversation needs a message_id field to name its poison")
-        opened = groups.open_frame(spark, GroupLog(lake, config.name).open_poison())
+        opened = GroupLog(lake, config.name).open_poison()
     return Extras(config, keyed, opened, unchecked)
