@@ -22,8 +22,9 @@ BASE = {"message_id": "m-0", "order_id": "o", "customer_id": "c", "amount": 10, 
 
 
 def _with(line: int, field: str, literal: bytes) -> bytes:
-    """BASE with its own message id and `field` written as the raw JSON `literal`."""
-    message = {**BASE, "message_id": f"m-{line}"}
+    """BASE with its own message and order ids (one order a message: orders is a conversation
+    dataset) and `field` written as the raw JSON `literal`."""
+    message = {**BASE, "message_id": f"m-{line}", "order_id": f"o-{line}"}
     text = json.dumps({k: v for k, v in message.items() if k != field}).encode()
     return text[:-1] + b', "' + field.encode() + b'": ' + literal + b"}"
 
