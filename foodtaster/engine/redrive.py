@@ -126,7 +126,7 @@ def select_quarantined(spark: SparkSession, lake: Lake, dataset: str, selection:
     parts = quarantine_partitions(lake, dataset, selection) if parts is None else parts
     if not parts:
         return None
-    base = f"{lake.root.rstrip('/')}/quarantine/{dataset}"
+    base = lake.zone("quarantine", dataset)
     # mergeSchema: a partition of unreadable files alone has no contract columns
     rows = (spark.read.option("basePath", base).option("mergeSchema", "true").parquet(*[p.uri for p in parts])
             .withColumn("batch_date", F.date_format(F.col("batch_date"), "yyyy-MM-dd")))
@@ -190,7 +190,7 @@ def published_keys(spark: SparkSession, lake: Lake, dataset: str, key: str,
 def _staged_uris(lake: Lake, dataset: str) -> list[str]:
     import fsspec
 
-    fs, root = fsspec.core.url_to_fs(f"{lake.root.rstrip('/')}/valid/{dataset}/_staging")
+    fs, root = fsspec.core.url_to_fs(lake.zone("valid", dataset) + "/_staging")
     if not fs.exists(root):
         return []
     return [fs.unstrip_protocol(p) for p in fs.glob(f"{root}/batch_date=*/batch_id=*") if fs.isdir(p)
@@ -215,7 +215,7 @@ def publish_redriven(spark: SparkSession, lake: Lake, dataset: str, rows: DataFr
     Written first under `valid/<dataset>/_runs/<partition_id>/` (invisible to readers),
     counted, then swapped; a rerun with the same id replaces its own partitions. Returns
     {date: published path}."""
-    work = f"{lake.root.rstrip('/')}/valid/{dataset}/_runs/{check_batch_id(partition_id)}"
+    work = f"{lake.zone('valid', dataset)}/_runs/{check_batch_id(partition_id)}"
     remove_dir(work)
     expected = rows.groupBy("batch_date").count().collect()
     if not expected:

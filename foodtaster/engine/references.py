@@ -25,7 +25,6 @@ from pyspark.sql import functions as F
 
 from foodtaster.engine.reasons import Check, check
 from foodtaster.state.lake import Lake, exists
-from foodtaster.state.second_chances import zone_root
 
 
 class ReferenceError(ValueError):
@@ -109,7 +108,7 @@ def reference_keys(spark: SparkSession, lake: Lake, reference: Reference) -> Dat
 def read_published(spark: SparkSession, lake: Lake, dataset: str) -> DataFrame | None:
     """Every published valid row of a dataset, or None when there is none yet (no partition,
     or only staged ones: Spark skips `_staging`, and cannot read a folder with no data)."""
-    root = zone_root(lake, "valid", dataset)
+    root = lake.zone("valid", dataset)
     fs, path = fsspec.core.url_to_fs(root)
     if not exists(root) or not fs.glob(f"{path}/batch_date=*/batch_id=*/*.parquet"):
         return None

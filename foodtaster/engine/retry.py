@@ -29,9 +29,9 @@ from foodtaster.engine import groups, references
 from foodtaster.logs import batch_logger
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.groups import GroupLog
-from foodtaster.state.lake import Lake, exists, new_run_id, swap_in, write_json
+from foodtaster.state.lake import Lake, exists, new_run_id, write_json
 from foodtaster.state.retries import RetryLog
-from foodtaster.state.second_chances import record_status, resolved_lineages, zone_root
+from foodtaster.state.second_chances import record_status, resolved_lineages
 
 EXHAUSTED_RULE = "retry.exhausted"
 LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
@@ -74,24 +74,18 @@ def due(rows: DataFrame, policies: dict[str, references.RetryPolicy], attempts: 
 
 
 def publish_later(spark: SparkSession, lake: Lake, config: DatasetConfig, rows: DataFrame,
-                  redrive_id: str, run_id: str, order: list[str] | None = None) -> dict[str, str]:
-    """Publish quarantined rows (their typed fields and original lineage) to
-    `valid/<dataset>/batch_date=<their date>/batch_id=<redrive_id>/`, one swap a date;
-    returns date -> path. The valid schema is the contract's, as the job writes it."""
+                  redrive_id: str, order: list[str] | None = None) -> dict[str, str]:
+    """Publish quarantined rows (their typed fields and original lineage) as a redrive does
+    (`redrive.publish_redriven`: `valid/<dataset>/batch_date=<their date>/batch_id=<redrive_id>/`,
+    counted, one swap a date), in `order` within each date when given; returns date -> path."""
     from foodtaster.engine.job import valid_rows  # the job's own column list
+    from foodtaster.engine.redrive import publish_redriven
 
-    contract = _contract(config)
-    written = {}
-    for (day,) in rows.select("_batch_date").distinct().collect():
-        part = valid_rows(rows.where(F.col("_batch_date") == day), contract)
-        if order:
-            part = part.repartition(1).sortWithinPartitions(*order)
-        staged = lake.run_output("valid", config.name, day, redrive_id, run_id)
-        part.write.mode("overwrite").parquet(staged)
-        target = lake.valid(config.name, day, redrive_id)
-        swap_in(staged, target)
-        written[day] = target
-    return written
+    dated = rows.drop("batch_date").withColumnRenamed("_batch_date", "batch_date")
+    part = valid_rows(dated, _contract(config), "batch_date")
+    if order:
+        part = part.repartition(1).sortWithinPartitions("batch_date", *order)
+    return publish_redriven(spark, lake, config.name, part, redrive_id)
 
 
 def _contract(config: DatasetConfig):
@@ -115,7 +109,7 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
         "due": 0, "published": 0, "attempted": 0, "exhausted": 0, "released_poison": 0,
         "held_published": 0, "paths": {},
     }
-    quarantine_root = zone_root(lake, "quarantine", config.name)
+    quarantine_root = lake.zone("quarantine", config.name)
     if not (policies or config.group_by) or not exists(quarantine_root):
         return summary
     retries = RetryLog(lake, config.name)
@@ -149,7 +143,7 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
             out = passed.select("_key", "_batch_date").collect()
             if out:
                 keys = [r["_key"] for r in out]
-                paths = publish_later(spark, lake, config, passed, redrive_id + "-r", run_id)
+                paths = publish_later(spark, lake, config, passed, redrive_id + "-r")
                 summary["paths"].update(paths)
                 retries.published(keys, ",".join(paths.values()), "retry passed", run_id)
                 record_status(lake, config.name, "redriven", keys, by="retry", run=run_id,
@@ -199,7 +193,7 @@ def _release_groups(spark: SparkSession, lake: Lake, config: DatasetConfig, pend
         free = free.join(published_keys, "_key", "left_anti")
     keys = [r["_key"] for r in free.select("_key").collect()]
     if keys:
-        written = publish_later(spark, lake, config, free, redrive_id + "-g", run_id,
+        written = publish_later(spark, lake, config, free, redrive_id + "-g",
                                 order=[config.group_by, config.order_by])
         paths.update(written)
         RetryLog(lake, config.name).published(keys, ",".join(written.values()), "group released", run_id)

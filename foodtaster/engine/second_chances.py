@@ -22,7 +22,7 @@ from foodtaster.logs import BatchLogger
 from foodtaster.registry import DatasetConfig, RegistryError
 from foodtaster.state.groups import GroupLog, Poison
 from foodtaster.state.lake import Lake
-from foodtaster.state.second_chances import dispositions, lineage_key, record_status
+from foodtaster.state.second_chances import lineage_key, record_status
 
 LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
 
@@ -70,13 +70,12 @@ class Extras:
             only_retryable = F.forall("reasons", lambda r: r["rule"].isin(*rules))
             retrying = quarantine.where(F.size("reasons") > 0).where(only_retryable)
             counts["retrying"] = retrying.count()
-            if dispositions() is not None:  # their status, with the first attempt's time
-                first = self.retryable[rules[0]].wait_s(0)
-                self.retrying = [
-                    (lineage_key(r["_batch_id"], r["_source_file"], r["_line_number"]),
-                     (r["_ingested_at"].astimezone(UTC) + timedelta(seconds=first)).isoformat())
-                    for r in retrying.select(*LINEAGE).collect()
-                ]
+            first = self.retryable[rules[0]].wait_s(0)  # their status, with the first attempt's time
+            self.retrying = [
+                (lineage_key(r["_batch_id"], r["_source_file"], r["_line_number"]),
+                 (r["_ingested_at"].astimezone(UTC) + timedelta(seconds=first)).isoformat())
+                for r in retrying.select(*LINEAGE).collect()
+            ]
         if self.config.group_by:
             counts["held_for_group"] = quarantine.where(
                 F.array_contains(F.col("reasons.rule"), groups.RULE)).count()

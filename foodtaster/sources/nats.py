@@ -64,7 +64,7 @@ class LandedSequences:
 
     @classmethod
     def read(cls, lake: Lake, dataset: str, stream: str) -> LandedSequences:
-        fs, raw = fsspec.core.url_to_fs(f"{lake.root.rstrip('/')}/raw/{dataset}")
+        fs, raw = fsspec.core.url_to_fs(lake.zone("raw", dataset))
         ranges: list[tuple[int, int]] = []
         for path in fs.glob(f"{raw}/batch_date=*/batch_id=*/{MANIFEST}") if fs.exists(raw) else []:
             source = read_json(fs.unstrip_protocol(path)).get("source") or {}

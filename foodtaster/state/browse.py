@@ -50,7 +50,7 @@ class Partition:
 
 def partitions(lake: Lake, zone: str, dataset: str) -> list[Partition]:
     """The published partitions of a zone, in data order (batch date, then batch id)."""
-    fs, root = fsspec.core.url_to_fs(f"{lake.root.rstrip('/')}/{zone}/{dataset}")
+    fs, root = fsspec.core.url_to_fs(lake.zone(zone, dataset))
     if not fs.exists(root):
         return []
     found = []

@@ -67,6 +67,10 @@ class Lake:
     def _join(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
 
+    def zone(self, zone: str, dataset: str) -> str:
+        """`<zone>/<dataset>`: every partition of a dataset in `raw`, `valid` or `quarantine`."""
+        return self._join(zone, dataset)
+
     def inbox(self, dataset: str, date: str, hour: int | None = None) -> str:
         parts = [f"dt={check_date(date)}"] + ([f"hour={hour:02d}"] if hour is not None else [])
         return self._join("inbox", dataset, *parts)

@@ -1,6 +1,6 @@
 """The one place the retry pass and the group release meet the dispositions log.
 
-The dispositions log (`foodtaster.state.dispositions`, from the `redrive` branch) keeps
+The dispositions log (`foodtaster.state.dispositions`) keeps
 each quarantined row's status (quarantined, retrying, redriven, duplicate, exhausted,
 listed, purged), keyed by its lineage, with its history. The retry pass and the groups
 read and write it only through these functions:
@@ -10,18 +10,14 @@ read and write it only through these functions:
 - `resolved_lineages`: rows redriven, found duplicate or purged, by anyone (a redrive, an
   operator): the retry pass leaves them alone, and a poison message among them releases
   its group.
-
-Until that module is in the tree (the branches merge), both do nothing, and the retry
-pass's own log (foodtaster.state.retries) is the whole record; nothing else changes then.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable
-from types import ModuleType
 from typing import Any
 
+from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.lake import Lake
 
 RESOLVING_STATUSES = ("redriven", "duplicate", "purged")  # out of quarantine, or given up on purpose
@@ -38,35 +34,18 @@ def _lineage(key: str) -> tuple[str, str, int]:
     return batch_id, source_file, int(line) if line else 0
 
 
-def zone_root(lake: Lake, zone: str, dataset: str) -> str:
-    """`<zone>/<dataset>` of the lake: every partition of a dataset in `valid` or `quarantine`."""
-    return f"{lake.root.rstrip('/')}/{zone}/{dataset}"
-
-
-def dispositions() -> ModuleType | None:
-    """`foodtaster.state.dispositions`, or None before the branches merge."""
-    try:
-        return importlib.import_module("foodtaster.state.dispositions")
-    except ImportError:
-        return None
-
-
 def resolved_lineages(lake: Lake, dataset: str) -> set[str]:
     """Lineage keys of rows the dispositions log says were redriven, duplicates or purged."""
-    module = dispositions()
-    if module is None:
-        return set()
-    state = module.Dispositions(lake, dataset).state()
+    state = Dispositions(lake, dataset).state()
     return {lineage_key(*row) for row, status in state if status.status in RESOLVING_STATUSES}
 
 
 def record_status(lake: Lake, dataset: str, status: str, lineages: Iterable[str], *, by: str,
                   run: str | None = None, why: str = "", **details: Any) -> None:
-    """Tell the dispositions log (when there is one) that rows moved to `status`.
+    """Tell the dispositions log that rows moved to `status`.
     `details`: `attempts`, `next_at`, `where` (one value, or a list aligned with `lineages`)."""
-    module = dispositions()
     keys = list(lineages)
-    if module is None or not keys:
+    if not keys:
         return
-    module.Dispositions(lake, dataset).record(status, [_lineage(k) for k in keys], by=by, run=run, why=why,
+    Dispositions(lake, dataset).record(status, [_lineage(k) for k in keys], by=by, run=run, why=why,
                                               **details)

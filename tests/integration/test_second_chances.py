@@ -168,10 +168,11 @@ def test_a_poisoned_conversation_is_held_until_released_then_published_in_order(
     _accounting(spark, lake, "orders", runs["orders"])
 
 
-# With the dispositions log of the redrive (foodtaster.state.dispositions), once the branches
-# meet: every status the pass sets is there too, and a purge releases a group.
+# The dispositions log (foodtaster.state.dispositions): every status the pass sets is there
+# too, and a purge releases a group.
 def test_statuses_go_to_the_dispositions_log_and_a_purge_releases_a_group(spark, tmp_path):
-    dispo = pytest.importorskip("foodtaster.state.dispositions", reason="the redrive branch's log")
+    from foodtaster.state import dispositions as dispo
+
     inbox, lake = tmp_path / "inbox", Lake(str(tmp_path / "lake"))
     days = DAYS[:2]
     truth = sample.generate_second_chances(inbox, days, orders_per_day=12, late_share=0.3,
