@@ -34,7 +34,7 @@ from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRul
 from foodtaster.registry import PROJECT_ROOT, DatasetConfig, load_registry
 from foodtaster.state.lake import BATCH_ID_PATTERN
 from foodtaster_airflow import steps
-from foodtaster_airflow.spark_submit import ValidateBatchOperator, redrive_arguments, retry_arguments
+from foodtaster_airflow.spark_submit import RetryPassOperator, ValidateBatchOperator, redrive_arguments
 
 VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
 RETRY_JOB = PROJECT_ROOT / "spark_jobs" / "retry_rows.py"
@@ -198,13 +198,13 @@ def build_dag(config: DatasetConfig) -> DAG:
     return dag
 
 
-def _retry_task(dataset: str) -> ValidateBatchOperator:
-    """The retry pass, submitted like the validation job (same connection, jar, environment).
+def _retry_task(dataset: str) -> RetryPassOperator:
+    """The retry pass, submitted like the validation job (same connection, jar, environment)
+    when the lake says a row is due or a group is released, else done without Spark.
     One at a time a dataset: two passes at once would both publish a row that became due."""
-    return ValidateBatchOperator(
-        task_id="retry", application=str(RETRY_JOB), dataset=dataset, name=f"foodtaster-retry-{dataset}",
-        arguments=retry_arguments(dataset), trigger_rule=TriggerRule.NONE_FAILED, max_active_tis_per_dag=1,
-        **VALIDATE_RETRIES,
+    return RetryPassOperator(
+        task_id="retry", application=str(RETRY_JOB), dataset=dataset,
+        trigger_rule=TriggerRule.NONE_FAILED, max_active_tis_per_dag=1, **VALIDATE_RETRIES,
     )
 
 

@@ -140,6 +140,30 @@ class ValidateBatchOperator(SparkSubmitOperator):
         return hook
 
 
+class RetryPassOperator(ValidateBatchOperator):
+    """The retry pass (`spark_jobs/retry_rows.py`) of a dataset: it starts Spark only when
+    the lake says the pass has something to do (`steps.retry_work`); a scheduled run with no
+    row due and no group to release ends green without a JVM start."""
+
+    def __init__(self, *, dataset: str, **kwargs: Any) -> None:
+        kwargs.setdefault("name", f"foodtaster-retry-{dataset}")
+        super().__init__(dataset=dataset, arguments=retry_arguments(dataset), **kwargs)
+
+    def execute(self, context: Any) -> dict[str, Any] | None:
+        from foodtaster.logs import batch_logger
+        from foodtaster_airflow.steps import retry_work
+
+        lake = context["ti"].xcom_pull(task_ids="land")["lake"]
+        why = retry_work(self.dataset, lake)
+        log = batch_logger(__name__, self.dataset, "-")
+        if why is None:
+            log.event("retry_skipped", why="no row due and no group to release: no Spark started")
+            return {"dataset": self.dataset, "nothing_due": True}
+        log.event("retry_started", why=why)
+        super().execute(context)
+        return None
+
+
 def _connection_exists(conn_id: str) -> bool:
     try:
         BaseHook.get_connection(conn_id)

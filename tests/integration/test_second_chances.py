@@ -16,13 +16,14 @@ import pytest
 from pyspark.sql import functions as F
 
 from foodtaster import sample
-from foodtaster.engine import groups
+from foodtaster.engine import groups, references
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.engine.retry import EXHAUSTED_RULE, run_retries
 from foodtaster.registry import get_dataset
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake
 from foodtaster.state.retries import RetryLog
+from foodtaster.state.retry_due import retry_work
 
 DAYS = ["2026-11-20", "2026-11-21", "2026-11-22"]
 # Thresholds up: a day with a fifth of its customers late is quarantined at over hold_rate,
@@ -36,6 +37,18 @@ def _batch(spark, lake, config, inbox, day):
     run = BatchRun(config=config, input_path=str(inbox / config.name / f"dt={day}"), lake=lake,
                    batch_id=day.replace("-", ""), batch_date=day, gate=False)
     return run_batch(spark, run)
+
+
+def _retries(spark, lake, now, run_id):
+    """One retry pass, after asking the lake (pyarrow, foodtaster.state.retry_due) whether it
+    has anything to do, as the DAG's retry task does: the answer must be yes exactly when the
+    pass then moves a row or releases a group, since a no means no Spark start at all."""
+    policies = references.retryable(references.read_references(ORDERS.load_contract()))
+    why = retry_work(lake, "orders", policies, ORDERS.group_by, groups.RULE, now)
+    done = run_retries(spark, ORDERS, lake, now=now, run_id=run_id)
+    moved = sum(done[k] for k in ("published", "attempted", "exhausted", "held_published", "released_poison"))
+    assert (why is not None) == (moved > 0), (run_id, why, done)
+    return done
 
 
 def _valid(spark, lake, dataset):
@@ -70,10 +83,10 @@ def days(spark, tmp_path_factory):
         runs["orders"].append(_batch(spark, lake, ORDERS, inbox, day))
         # a day after the landing, as the daily runs go; all files landed at `start`
         now = start + timedelta(days=index, hours=13)
-        runs["passes"].append(run_retries(spark, ORDERS, lake, now=now, run_id=f"day{index}"))
+        runs["passes"].append(_retries(spark, lake, now, run_id=f"day{index}"))
         _accounting(spark, lake, "orders", runs["orders"])
     # a week on, every customer that lands has landed: the backoff (12 h, 24 h, 48 h) is over
-    runs["passes"].append(run_retries(spark, ORDERS, lake, now=start + timedelta(days=10), run_id="later"))
+    runs["passes"].append(_retries(spark, lake, start + timedelta(days=10), run_id="later"))
     _accounting(spark, lake, "orders", runs["orders"])
     return inbox, lake, truth, runs, start
 
@@ -119,7 +132,7 @@ def test_counts_add_up_across_both_datasets(spark, days):
 
 def test_a_second_pass_at_the_same_time_moves_nothing(spark, days):
     _, lake, _, runs, start = days
-    again = run_retries(spark, ORDERS, lake, now=start + timedelta(days=10), run_id="again")
+    again = _retries(spark, lake, start + timedelta(days=10), run_id="again")
     assert (again["published"], again["held_published"], again["attempted"]) == (0, 0, 0)
     _accounting(spark, lake, "orders", runs["orders"])
 
@@ -130,7 +143,7 @@ def test_never_landing_customers_exhaust_their_attempts(spark, days):
     assert never
     exhausted = 0
     for week in range(1, 8):  # the backoff doubles: 12 h, 24 h, 48 h, 96 h
-        done = run_retries(spark, ORDERS, lake, now=start + timedelta(days=10 + 7 * week), run_id=f"w{week}")
+        done = _retries(spark, lake, start + timedelta(days=10 + 7 * week), run_id=f"w{week}")
         exhausted += done["exhausted"]
         assert done["published"] == 0
     assert exhausted == len(never)
@@ -157,7 +170,7 @@ def test_a_poisoned_conversation_is_held_until_released_then_published_in_order(
     # an operator releases one conversation: the next pass publishes its held messages, in order
     group = poisoned[0]
     assert log.release_group(group, "CREATED fixed by hand downstream", "test")
-    done = run_retries(spark, ORDERS, lake, now=start + timedelta(days=90), run_id="release")
+    done = _retries(spark, lake, start + timedelta(days=90), run_id="release")
     expected = [o.message_id for o in truth.orders if o.order_id == group and o.expected == "held"]
     assert done["held_published"] == len(expected)
     # written in the conversation's order (one file, sorted), after the poison's own day
@@ -182,7 +195,7 @@ def test_statuses_go_to_the_dispositions_log_and_a_purge_releases_a_group(spark,
     for index, day in enumerate(days):
         _batch(spark, lake, CUSTOMERS, inbox, day)
         summaries.append(_batch(spark, lake, ORDERS, inbox, day))
-        run_retries(spark, ORDERS, lake, now=start + timedelta(days=index, hours=13), run_id=f"d{index}")
+        _retries(spark, lake, start + timedelta(days=index, hours=13), run_id=f"d{index}")
     counts = dispo.Dispositions(lake, "orders").state().counts()
     assert counts.get("redriven", 0) == len(RetryLog(lake, "orders").state().published) > 0
     assert counts.get("retrying", 0) > 0  # the job's, then the pass's attempts
@@ -192,7 +205,7 @@ def test_statuses_go_to_the_dispositions_log_and_a_purge_releases_a_group(spark,
     row = quarantine.where(F.col("message_id") == poisoned.message_id).first()
     dispo.Dispositions(lake, "orders").record(
         "purged", [(row["_batch_id"], row["_source_file"], row["_line_number"])], by="test", why="bad order")
-    done = run_retries(spark, ORDERS, lake, now=start + timedelta(days=30), run_id="after-purge")
+    done = _retries(spark, lake, start + timedelta(days=30), run_id="after-purge")
     held = [o.message_id for o in truth.orders if o.order_id == poisoned.order_id and o.expected == "held"]
     assert done["released_poison"] >= 1 and done["held_published"] >= len(held)
     assert poisoned.order_id not in GroupLog(lake, "orders").open_groups()

@@ -1,0 +1,91 @@
+"""Whether the retry pass (foodtaster.engine.retry) has anything to do, read from the lake
+with pyarrow alone: the DAG's `retry` task asks this before it pays for a Spark start.
+
+The pass does something only when
+- a pending quarantined row (not published later, exhausted, redriven, duplicate or
+  purged) whose every reason is a retryable rule is due: `wait_s(attempts)` after its last
+  attempt, the first after it landed; or
+- a poison message that holds a group was published later or purged (its group is
+  released); or
+- a pending held row (`held_rule` among its reasons) is in a group no longer open.
+
+This mirrors the pass's own selection, erring towards yes: a yes starts the pass, which
+decides row by row; a no skips a pass that would have found nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import fsspec
+import pyarrow.dataset as pads
+
+from foodtaster.state.groups import GroupLog
+from foodtaster.state.lake import Lake, exists
+from foodtaster.state.retries import RetryLog
+from foodtaster.state.second_chances import lineage_key, resolved_lineages
+
+LINEAGE = ("_batch_id", "_source_file", "_line_number")
+
+
+class Policy(Protocol):
+    def wait_s(self, attempts: int) -> float: ...
+
+
+def quarantined_rows(root: str, columns: Iterable[str]) -> list[dict[str, Any]]:
+    """The quarantine zone's rows (only `columns`) as dicts; files and folders named `_*`
+    or `.*` are left out, as Spark leaves them out."""
+    fs, path = fsspec.core.url_to_fs(root)
+    data = pads.dataset(path, filesystem=fs, format="parquet", partitioning="hive")
+    wanted = [c for c in dict.fromkeys(columns) if c in data.schema.names]
+    return data.to_table(columns=wanted).to_pylist()
+
+
+def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_by: str | None,
+               held_rule: str, now: datetime) -> str | None:
+    """Why the retry pass of `dataset` must run now, or None when it would do nothing."""
+    if not (policies or group_by):
+        return None
+    root = lake.zone("quarantine", dataset)
+    if not exists(root):
+        return None
+    state = RetryLog(lake, dataset).state()
+    resolved = resolved_lineages(lake, dataset)
+    settled = state.done() | resolved
+    columns = [*LINEAGE, "_ingested_at", "reasons", *([group_by] if group_by else [])]
+    pending = [row for row in quarantined_rows(root, columns)
+               if lineage_key(*(row.get(c) for c in LINEAGE)) not in settled]
+
+    for row in pending if policies else []:
+        rules = [reason["rule"] for reason in row.get("reasons") or []]
+        if not rules or any(rule not in policies for rule in rules):
+            continue
+        key = lineage_key(*(row.get(c) for c in LINEAGE))
+        tried = state.attempts.get(key)
+        since = (datetime.fromisoformat(tried["at"]).timestamp() if tried
+                 else _epoch(row.get("_ingested_at")))
+        if since is not None and since + policies[rules[0]].wait_s(tried["attempts"] if tried else 0) \
+                <= now.timestamp():
+            return f"a retryable row is due ({key})"
+
+    if group_by:
+        open_groups = GroupLog(lake, dataset).open_groups()
+        later = set(state.published) | resolved
+        if any(p.lineage in later for poison in open_groups.values() for p in poison):
+            return "a poison message was published later or purged: its group is released"
+        for row in pending:
+            rules = {reason["rule"] for reason in row.get("reasons") or []}
+            group = row.get(group_by)
+            if held_rule in rules and (group is None or str(group) not in open_groups):
+                return f"a held message's group is no longer open ({group})"
+    return None
+
+
+def _epoch(value: Any) -> float | None:
+    """A timestamp cell as epoch seconds, as Spark's cast to double reads it (a Spark
+    timestamp is UTC); None, which is never due, as in the pass."""
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+    return None
