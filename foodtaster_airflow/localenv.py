@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,6 +26,7 @@ from foodtaster.registry import PROJECT_ROOT
 VENV_BIN = Path(sys.executable).parent
 ADMIN_USER = "admin"
 LOCAL_SPARK = {"conn_type": "spark", "host": "local[2]"}
+DB_CACHE_ENV = "FOODTASTER_AIRFLOW_DB_CACHE"  # a folder for migrated SQLite DBs, one an Airflow version
 SMALL_SPARK_CONF = ("spark.sql.shuffle.partitions=2,spark.ui.enabled=false,"
                     "spark.ui.showConsoleProgress=false")
 
@@ -120,7 +122,14 @@ class LocalAirflow:
         return done
 
     def migrate(self) -> None:
-        self.airflow("db", "migrate", timeout=600)
+        """`airflow db migrate`; a new SQLite home copies the migrated DB of
+        $FOODTASTER_AIRFLOW_DB_CACHE instead, when that is set (the tests set it: one
+        migration a session rather than one a module)."""
+        cache, database = os.environ.get(DB_CACHE_ENV), self.home / "airflow.db"
+        if self.db_url is not None or not cache or database.exists():
+            self.airflow("db", "migrate", timeout=600)
+            return
+        shutil.copyfile(migrated_sqlite(Path(cache)), database)
 
     def dags_test(self, dag_id: str, date: str, conf: dict[str, Any] | None = None,
                   log: Path | None = None) -> dict[str, Any]:
@@ -148,6 +157,21 @@ class LocalAirflow:
         """`airflow standalone` (api-server, scheduler, dag-processor, triggerer) in its own
         process group; stop it with `stop_group`."""
         return start_group([str(VENV_BIN / "airflow"), "standalone"], self.env(), log)
+
+
+def migrated_sqlite(cache: Path) -> Path:
+    """A freshly migrated SQLite metadata DB of the installed Airflow in `cache`, migrated
+    (in a home of its own, then moved in whole) the first time it is asked for."""
+    from importlib.metadata import version
+
+    cache.mkdir(parents=True, exist_ok=True)
+    done = cache / f"airflow-{version('apache-airflow')}.db"
+    if not done.exists():
+        builder = LocalAirflow(home=cache / f"migrating-{os.getpid()}", lake=str(cache / "no-lake"))
+        builder.airflow("db", "migrate", timeout=600)
+        os.replace(builder.home / "airflow.db", done)
+        shutil.rmtree(builder.home, ignore_errors=True)
+    return done
 
 
 def postgres_settings() -> dict[str, Any]:

@@ -27,6 +27,20 @@ def need(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def airflow_db_cache(tmp_path_factory):
+    """One `airflow db migrate` a session: every new SQLite Airflow home copies its DB
+    (foodtaster_airflow.localenv.LocalAirflow.migrate), also in a demo run as a subprocess."""
+    from foodtaster_airflow.localenv import DB_CACHE_ENV
+
+    if os.environ.get(DB_CACHE_ENV):
+        yield
+        return
+    os.environ[DB_CACHE_ENV] = str(tmp_path_factory.mktemp("airflow-db"))
+    yield
+    os.environ.pop(DB_CACHE_ENV, None)
+
+
 @pytest.fixture(scope="session")
 def spark():
     from foodtaster.engine.spark import build_session

@@ -86,6 +86,7 @@ def standalone(tmp_path_factory, browser_tools):
     af = LocalAirflow(home=home, lake=lake, registry=registry, api_port=free_port(),
                       password=PASSWORD)
     log = home / "standalone.log"
+    af.migrate()  # the session's migrated DB: standalone's own migration then finds nothing to do
     process = None
     try:
         process = af.start_standalone(log)

@@ -1,6 +1,7 @@
 """Crash isolation (issue 10) on the shared SparkSession, with real files and a real lake: a
-contract whose Python check raises on `items` 13, in a batch of thousands with a few such
-messages, and a lake that goes away mid-run."""
+contract whose Python check raises on `items` 13, in a batch of hundreds with a few such
+messages (two in the halves of one file, so the bisection follows both), and a lake that
+goes away mid-run."""
 
 from __future__ import annotations
 
@@ -27,16 +28,18 @@ from foodtaster.state.poison import PoisonList, fingerprint
 DATE = "2026-11-20"
 CRASHING = "contracts.checked:OrdersCrashing"
 FIRST, SECOND = f"orders-{DATE}-part-0000.jsonl", f"orders-{DATE}-part-0001.jsonl"
-UNLUCKY = {(FIRST, 40), (FIRST, 1300), (SECOND, 900)}
+MESSAGES = 400  # two files of 200 lines: the search halves them as it would thousands
+LATER = 130  # in the upper half of FIRST, as 40 is in its lower half
+UNLUCKY = {(FIRST, 40), (FIRST, LATER), (SECOND, 90)}
 NATURAL_UNLUCKY = re.compile(rb'("items":\s*)13(?=\s*[,}])')
 WHY = "ValueError: no rule for 13 items: the packing table skips it"
 
 
 def _inbox(root: Path, unlucky: set[tuple[str, int]]) -> None:
-    """3000 generated messages in two files, a few of them poison; `unlucky` lines (each a
+    """MESSAGES generated messages in two files, a few of them poison; `unlucky` lines (each a
     valid message, not a redelivery) get items 13."""
     inbox = root / "inbox" / "orders" / f"dt={DATE}"
-    generated = sample.generate_batch(inbox, messages=3000, seed=11, poison_rate=0.02, files=2,
+    generated = sample.generate_batch(inbox, messages=MESSAGES, seed=11, poison_rate=0.02, files=2,
                                       gzip_files=0, kinds=["nan", "wrong_type_amount", "redelivery"])
     truth = {(t.file, t.line): t.kind for t in generated.truth}
     everything = b"".join(Path(f).read_bytes() for f in generated.files)
@@ -61,7 +64,7 @@ def _run(tmp_path: Path, unlucky=UNLUCKY, **config) -> BatchRun:
 
 
 def _accounted(summary: dict) -> None:
-    assert summary["messages"] == 3000
+    assert summary["messages"] == MESSAGES
     assert summary["messages"] == summary["valid"] + summary["quarantined"] + summary["duplicates_dropped"]
 
 
@@ -106,21 +109,21 @@ def test_crashing_messages_are_isolated_listed_quarantined_and_not_isolated_agai
         "valid": first["valid"], "quarantined": first["quarantined"]}
 
     poison = PoisonList(run.lake, "orders")
-    removed = next(e for e in poison.entries() if e.first_seen.line_number == 1300)
+    removed = next(e for e in poison.entries() if e.first_seen.line_number == LATER)
     poison.remove(removed.id, "the check was fixed; judge it again")
     third = run_batch(spark, run)  # judged again, so it crashes again, and is isolated again
     _accounted(third)
-    assert _isolated(third) == {(FIRST, 1300)} and third["listed"] == 2
+    assert _isolated(third) == {(FIRST, LATER)} and third["listed"] == 2
     assert len(PoisonList(run.lake, "orders").entries()) == 3
 
 
 def test_more_crashing_messages_than_the_bound_fail_the_batch_naming_those_found(spark, tmp_path):
     run = _run(tmp_path, max_crash_isolations=2)
     with pytest.raises(TooManyCrashes, match=rf"more than max_crash_isolations=2 .*{FIRST} line 40, "
-                                             rf".*{FIRST} line 1300"):
+                                             rf".*{FIRST} line {LATER}"):
         run_batch(spark, run)
     entries = PoisonList(run.lake, "orders").entries()
-    assert sorted(e.first_seen.line_number for e in entries) == [40, 1300]  # they stay listed
+    assert sorted(e.first_seen.line_number for e in entries) == [40, LATER]  # they stay listed
     assert not Path(run.lake.summary("orders", run.batch_id)).exists()
 
 
