@@ -21,6 +21,8 @@ from e2e_support import (
 from servers import SmtpSink, WebhookSink
 
 from foodtaster.state import ledger
+from foodtaster.state.dispositions import Dispositions
+from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists
 from foodtaster_airflow.localenv import LocalAirflow
 
@@ -68,6 +70,8 @@ def test_a_clean_batch_is_published_with_no_alert(airflow, lake, tmp_path):
         "publish": "success", "alert": "skipped", "ledger": "success", "retry": "success",
     }
     assert smtp.messages == [] and slack.requests == []
+    # nothing quarantined yet, so nothing to retry: the retry task started no Spark
+    assert "event=retry_skipped" in (tmp_path / "run.log").read_text()
 
     expected = batch.counts()
     the_lake = Lake(lake)
@@ -165,10 +169,20 @@ def test_a_batch_over_hold_rate_is_held_not_published(airflow, lake, tmp_path):
 def test_an_empty_interval_ends_green_with_nothing_downstream_but_the_ledger(
     airflow, lake, tmp_path
 ):
+    """Runs after the held batch: an operator purged one of its poison messages, so the
+    retry task has a group to release and starts the retry pass in Spark, which releases it."""
     date, batch_id = "2026-11-23", "20261123"
+    the_lake = Lake(lake)
+    poison = next(p for p in GroupLog(the_lake, DATASET).open_poison() if p.batch_id == "20261122")
+    held_batch, rest = poison.lineage.split("|", 1)
+    source_file, _, line = rest.rpartition("|")
+    Dispositions(the_lake, DATASET).record("purged", [(held_batch, source_file, int(line))], by="test",
+                                           why="a bad order, given up on")
     log = tmp_path / "run.log"
     run = airflow.dags_test(DAG_ID, date, log=log)
     assert run["state"] == "success", log.read_text()[-5000:]
+    assert "event=retry_started" in log.read_text()
+    assert poison.lineage not in {p.lineage for p in GroupLog(the_lake, DATASET).open_poison()}
     assert run["tasks"] == {
         "land": "success", "has_messages": "success", "validate": "skipped", "gate": "skipped",
         "publish": "skipped", "alert": "skipped", "ledger": "success",
