@@ -20,9 +20,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from foodtaster.engine.reasons import Check, check
-from foodtaster.state.groups import Poison
+from foodtaster.state.groups import RULE, Poison
 
-RULE = "group.poisoned"
 HELD = "_group_held"  # why a row is held (the poison named), null when it is not
 OPEN = StructType([
     StructField("group", StringType(), False),

@@ -11,9 +11,10 @@
    purged are released (foodtaster.state.groups), and their held messages published, in
    `order_by` order, as a redrive too.
 
-The quarantine partitions are never rewritten: the attempt counter and what was published
-are in `_state/retries/<dataset>/` (foodtaster.state.retries), written after the data. A
-row already in `valid` (same lineage) is never published again.
+The quarantine partitions are never rewritten: each row's attempts, the time of its next
+attempt and what published it are in the dispositions log (foodtaster.state.dispositions),
+written after the data; it is the one record a pass reads them from. A row already in
+`valid` (same lineage) is never published again.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from foodtaster.logs import batch_logger
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists, new_run_id, write_json
-from foodtaster.state.retries import RetryLog
+from foodtaster.state.retries import retry_state
 from foodtaster.state.second_chances import record_status, resolved_lineages
 
 EXHAUSTED_RULE = "retry.exhausted"
@@ -54,7 +55,9 @@ def due(rows: DataFrame, policies: dict[str, references.RetryPolicy], attempts: 
     """Add `_attempts`, `_max_attempts`, `_next_wait_s` (the wait after one more attempt) and
     keep the retryable rows (`_key` lineage) due at `now`.
 
-    A row's policy is its first reason's rule's; `attempts` holds `_key, _attempts, _last_at`.
+    A row's policy is its first reason's rule's; `attempts` holds `_key, _attempts, _next_at`
+    (epoch seconds) as the dispositions log has them. A row it does not name (its batch's run
+    stopped before recording) has made no attempt: the first is due `backoff_s` after landing.
     """
     def by_rule(pick) -> Column:
         pairs = [x for rule, p in policies.items() for x in (F.lit(rule), F.lit(float(pick(p))))]
@@ -62,14 +65,14 @@ def due(rows: DataFrame, policies: dict[str, references.RetryPolicy], attempts: 
 
     joined = rows.join(F.broadcast(attempts), "_key", "left")
     tried = F.coalesce(F.col("_attempts"), F.lit(0))
-    since = F.coalesce(F.col("_last_at"), F.col("_ingested_at").cast("double"))
-    wait = by_rule(lambda p: p.backoff_s) * F.pow(by_rule(lambda p: p.backoff_factor), tried)
+    first = F.col("_ingested_at").cast("double") + by_rule(lambda p: p.backoff_s)
+    factor = by_rule(lambda p: p.backoff_factor)
     return (
         joined.withColumn("_attempts", tried)
         .withColumn("_max_attempts", by_rule(lambda p: p.max_attempts).cast("int"))
-        .withColumn("_next_wait_s", wait * by_rule(lambda p: p.backoff_factor))
-        .where(since + wait <= F.lit(now.timestamp()))
-        .drop("_last_at")
+        .withColumn("_next_wait_s", by_rule(lambda p: p.backoff_s) * F.pow(factor, tried + 1))
+        .where(F.coalesce(F.col("_next_at"), first) <= F.lit(now.timestamp()))
+        .drop("_next_at")
     )
 
 
@@ -112,22 +115,20 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
     quarantine_root = lake.zone("quarantine", config.name)
     if not (policies or config.group_by) or not exists(quarantine_root):
         return summary
-    retries = RetryLog(lake, config.name)
-    state = retries.state()
+    state = retry_state(lake, config.name)
     quarantine = spark.read.parquet(quarantine_root).select(
         "*", lineage_key().alias("_key"), F.col("batch_date").cast("string").alias("_batch_date"))
-    settled = state.done() | resolved_lineages(lake, config.name)  # by this pass, a redrive, a purge
-    done = spark.createDataFrame([(k,) for k in settled] or [("",)], "_key string")
+    # published later (by a pass, a redrive), duplicate, purged or given up on: left alone
+    done = spark.createDataFrame([(k,) for k in state.done()] or [("",)], "_key string")
     pending = quarantine.join(F.broadcast(done), "_key", "left_anti")
     published = references.read_published(spark, lake, config.name)
     published_keys = None if published is None else published.select(lineage_key().alias("_key"))
-    at = now.isoformat()
 
     if policies:
         attempts = spark.createDataFrame(
-            [(k, int(v["attempts"]), datetime.fromisoformat(v["at"]).timestamp())
-             for k, v in state.attempts.items()] or [("", 0, 0.0)],
-            "_key string, _attempts int, _last_at double")
+            [(k, n, datetime.fromisoformat(next_at).timestamp() if next_at else None)
+             for k, (n, next_at) in state.retrying().items()] or [("", 0, None)],
+            "_key string, _attempts int, _next_at double")
         keyed = [(ref, references.reference_keys(spark, lake, ref)) for ref in refs if ref.rule in policies]
         checked = references.mark_references(
             due(pending.where(only_retryable(policies)), policies, attempts, now)
@@ -145,7 +146,6 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
                 keys = [r["_key"] for r in out]
                 paths = publish_later(spark, lake, config, passed, redrive_id + "-r")
                 summary["paths"].update(paths)
-                retries.published(keys, ",".join(paths.values()), "retry passed", run_id)
                 record_status(lake, config.name, "redriven", keys, by="retry", run=run_id,
                               why="its retryable rules pass now",
                               where=[paths[r["_batch_date"]] for r in out])
@@ -156,19 +156,16 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
                    for r in verdicts if r["_failed"]}
         spent = [k for k, (n, most, _) in failing.items() if n >= most]
         waiting = [k for k in failing if k not in set(spent)]
-        retries.attempted({k: n for k, (n, _, _) in failing.items()}, run_id, at)
-        retries.exhausted(spent, run_id, at)
         record_status(lake, config.name, "retrying", waiting, by="retry", run=run_id, why="still failing",
                       attempts=[failing[k][0] for k in waiting],
                       next_at=[(now + timedelta(seconds=failing[k][2])).isoformat() for k in waiting])
         record_status(lake, config.name, "exhausted", spent, by="retry", run=run_id,
                       why=f"{EXHAUSTED_RULE}: failed every attempt", attempts=[failing[k][0] for k in spent])
         summary["attempted"], summary["exhausted"] = len(failing), len(spent)
-        state = retries.state()
 
     if config.group_by:
-        summary.update(_release_groups(spark, lake, config, pending, published_keys, state.published,
-                                       redrive_id, run_id, summary["paths"]))
+        summary.update(_release_groups(spark, lake, config, pending, published_keys, redrive_id, run_id,
+                                       summary["paths"]))
     summary["seconds"] = round(time.perf_counter() - started, 3)
     write_json(lake.report(config.name, redrive_id) + "/retry_summary.json", summary)
     log.event("retried", **{k: v for k, v in summary.items() if k not in ("paths", "dataset")})
@@ -176,11 +173,12 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
 
 
 def _release_groups(spark: SparkSession, lake: Lake, config: DatasetConfig, pending: DataFrame,
-                    published_keys: DataFrame | None, published: dict[str, str], redrive_id: str,
-                    run_id: str, paths: dict[str, str]) -> dict[str, int]:
-    """Release groups whose poison was published later or purged; publish their held rows in order."""
+                    published_keys: DataFrame | None, redrive_id: str, run_id: str,
+                    paths: dict[str, str]) -> dict[str, int]:
+    """Release groups whose poison was published later (by this pass too) or purged; publish
+    their held rows in order."""
     log = GroupLog(lake, config.name)
-    resolved = set(published) | resolved_lineages(lake, config.name)
+    resolved = resolved_lineages(lake, config.name)
     released = log.release(resolved, "poison message published later or purged", f"retry {run_id}")
     still_open = list(log.open_groups())
     held = pending.where(F.array_contains(F.col("reasons.rule"), groups.RULE))
@@ -196,7 +194,6 @@ def _release_groups(spark: SparkSession, lake: Lake, config: DatasetConfig, pend
         written = publish_later(spark, lake, config, free, redrive_id + "-g",
                                 order=[config.group_by, config.order_by])
         paths.update(written)
-        RetryLog(lake, config.name).published(keys, ",".join(written.values()), "group released", run_id)
         record_status(lake, config.name, "redriven", keys, by="group release", run=run_id,
                       why="its group was released", where=",".join(written.values()))
     return {"released_poison": len(released), "held_published": len(keys), "groups_open": len(still_open)}

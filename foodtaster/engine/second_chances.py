@@ -20,6 +20,7 @@ from foodtaster.engine import groups, references
 from foodtaster.engine.reasons import Check
 from foodtaster.logs import BatchLogger
 from foodtaster.registry import DatasetConfig, RegistryError
+from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import GroupLog, Poison
 from foodtaster.state.lake import Lake
 from foodtaster.state.second_chances import lineage_key, record_status
@@ -91,9 +92,13 @@ class Extras:
     def record(self, lake: Lake, batch_id: str) -> int | None:
         """Write the batch's retrying rows to the dispositions log and its poison messages to the
         groups log; returns how many groups are open."""
-        record_status(lake, self.config.name, "retrying", [k for k, _ in self.retrying], by="job",
+        # A rerun of the batch finds its rows already in the log (attempts made, published later):
+        # the log is the one attempt counter, so they keep what they have.
+        known = {lineage_key(*row) for row, _status in Dispositions(lake, self.config.name).state()}
+        fresh = [(key, at) for key, at in self.retrying if key not in known]
+        record_status(lake, self.config.name, "retrying", [k for k, _ in fresh], by="job",
                       run=batch_id, why="failed retryable rules only", attempts=0,
-                      next_at=[at for _, at in self.retrying])
+                      next_at=[at for _, at in fresh])
         if not self.config.group_by:
             return None
         log = GroupLog(lake, self.config.name)

@@ -136,6 +136,19 @@ def _add_way_out_commands(commands: argparse._SubParsersAction) -> None:
     purge.add_argument("--by", help="who purges (default: your user name)")
     purge.set_defaults(run=purge_rows)
 
+    groups = commands.add_parser("groups", help="conversations held for a poison message (group_by datasets)")
+    verbs = groups.add_subparsers(dest="verb", required=True)
+    ls = verbs.add_parser("ls", parents=[common], help="the open groups: poison message, batch, since, held")
+    ls.add_argument("--json", action="store_true", help="JSON lines, for scripts")
+    ls.set_defaults(run=groups_ls)
+    release_group = verbs.add_parser(
+        "release", parents=[common],
+        help="stop a group's poison messages holding it; the next run publishes its held messages in order")
+    release_group.add_argument("--group", required=True, help="the group's key, from `foodtaster groups ls`")
+    release_group.add_argument("--why", required=True, help="why its later messages may go out: recorded")
+    release_group.add_argument("--by", help="who releases it (default: your user name)")
+    release_group.set_defaults(run=groups_release)
+
     history = commands.add_parser("history", parents=[common],
                                   help="what became of a quarantined row: status and history")
     history.add_argument("--batch", required=True, help="the row's batch id")
@@ -168,6 +181,50 @@ def purge_rows(args: argparse.Namespace) -> int:
     rows = purge(lake, dataset, args.batch, args.why, args.by or current_user(),
                  source_file=args.file, line_number=args.line)
     print(f"purged {len(rows)} quarantined rows of {dataset} batch {args.batch}: {args.why}")
+    return 0
+
+
+def _conversation(args: argparse.Namespace) -> tuple[Any, str, str]:
+    """The lake, the dataset and its `group_by`; a usage error for a dataset without one."""
+    from foodtaster.registry import RegistryError, get_dataset
+
+    lake, dataset = _context(args)
+    group_by = get_dataset(dataset).group_by
+    if not group_by:
+        raise RegistryError(f"{dataset} has no conversations: give group_by and order_by in pipeline.yaml")
+    return lake, dataset, group_by
+
+
+def groups_ls(args: argparse.Namespace) -> int:
+    from foodtaster.state.groups import open_group_report
+
+    lake, dataset, group_by = _conversation(args)
+    report = open_group_report(lake, dataset, group_by)
+    if args.json:
+        _json_lines(report)
+        return 0
+    rows = [(entry["group"], ", ".join(p["message_id"] or "(unreadable)" for p in entry["poison"]),
+             ", ".join(sorted({p["batch_id"] for p in entry["poison"]})), entry["since"][:19],
+             f"{entry['held']:,}") for entry in report]
+    _print_table((group_by, "poison message", "batch", "since", "held"), rows, right={4},
+                 empty=f"no open group of {dataset}: nothing is held for its conversation")
+    return 0
+
+
+def groups_release(args: argparse.Namespace) -> int:
+    from foodtaster.state.browse import NotInLake
+    from foodtaster.state.dispositions import DispositionError, current_user
+    from foodtaster.state.groups import GroupLog, held_counts
+
+    lake, dataset, group_by = _conversation(args)
+    if not args.why.strip():
+        raise DispositionError("say why the group's later messages may go out (--why)")
+    released = GroupLog(lake, dataset).release_group(args.group, args.why.strip(), args.by or current_user())
+    if not released:
+        raise NotInLake(f"{group_by} {args.group!r} of {dataset} is not held: see `foodtaster groups ls`")
+    held = held_counts(lake, dataset, group_by).get(args.group, 0)
+    print(f"released {group_by} {args.group} of {dataset} ({len(released)} poison messages): the next run's "
+          f"retry task publishes its {held} held messages in order")
     return 0
 
 

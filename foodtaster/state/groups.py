@@ -13,13 +13,19 @@ The state is an event log (`_state/groups/<dataset>/`, foodtaster.state.events):
 A group is open while one of its poison messages is not released. Both events are keyed
 by the poison's lineage, so the fold gives the same state in any order, and a batch's
 rerun writes the same `poisoned` entries again without opening anything twice.
+
+`open_group_report` is what `foodtaster groups ls` shows (pyarrow only, no Spark): each open
+group, its poison messages and how many of its messages are held in quarantine now.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import pyarrow.compute as pc
 
 from foodtaster.logs import batch_logger
 from foodtaster.state.events import Event, EventLog
@@ -27,6 +33,7 @@ from foodtaster.state.lake import Lake
 
 KIND = "groups"
 COMPACT_AFTER = 200
+RULE = "group.poisoned"  # the reason of a message held for its group (layer `group`)
 
 
 @dataclass(frozen=True)
@@ -38,13 +45,14 @@ class Poison:
     order: str | None  # the order_by value, ISO text; None when it could not be read
     message_id: str | None
     batch_id: str
+    since: str | None = None  # when it was recorded (UTC, ISO): the fold sets it from its event
 
 
 def _fold(state: dict[str, Any], event: Event) -> dict[str, Any]:
     poison, released = dict(state["poison"]), dict(state["released"])
     if event["type"] == "poisoned":
         for entry in event["poison"]:
-            poison.setdefault(entry["lineage"], entry)
+            poison.setdefault(entry["lineage"], {**entry, "since": entry.get("since") or event["at"]})
     elif event["type"] == "released":
         for key in event["lineages"]:
             released.setdefault(key, {"why": event["why"], "by": event["by"], "at": event["at"]})
@@ -105,3 +113,38 @@ class GroupLog:
     def release_group(self, group: str, why: str, by: str) -> list[str]:
         """An operator's word: every poison message of `group` stops holding it."""
         return self.release([p.lineage for p in self.open_groups().get(group, [])], why, by)
+
+
+def held_counts(lake: Lake, dataset: str, group_by: str) -> Counter[str]:
+    """Group value -> its messages held in quarantine now (reason `group.poisoned`, not yet
+    published later, duplicate or purged), from the quarantine partitions and the
+    dispositions log, with pyarrow."""
+    from foodtaster.state.browse import partitions, read_table
+    from foodtaster.state.dispositions import SETTLED, Dispositions
+
+    state = Dispositions(lake, dataset).state()
+    held: Counter[str] = Counter()
+    for part in partitions(lake, "quarantine", dataset):
+        table = read_table(part, [group_by, "reasons", "_batch_id", "_source_file", "_line_number"])
+        if not table.num_rows:
+            continue
+        reasons = table.column("reasons").combine_chunks()
+        rules = pc.struct_field(pc.list_flatten(reasons), "rule")
+        rows = pc.list_parent_indices(reasons).filter(pc.equal(rules, RULE))
+        for index in sorted(set(rows.to_pylist())):
+            row = {name: table.column(name)[index].as_py()
+                   for name in (group_by, "_batch_id", "_source_file", "_line_number")}
+            status = state.status(row["_batch_id"], row["_source_file"], row["_line_number"] or 0)
+            if row[group_by] is not None and status.status not in SETTLED:
+                held[str(row[group_by])] += 1
+    return held
+
+
+def open_group_report(lake: Lake, dataset: str, group_by: str) -> list[dict[str, Any]]:
+    """One entry an open group, oldest poison first: its key, its poison messages (id, batch,
+    since) and how many of its messages are held."""
+    held = held_counts(lake, dataset, group_by)
+    report = [{"group": group, "poison": [p.__dict__ for p in poison],
+               "since": min(p.since or "" for p in poison), "held": held.get(group, 0)}
+              for group, poison in GroupLog(lake, dataset).open_groups().items()]
+    return sorted(report, key=lambda entry: (entry["since"], entry["group"]))

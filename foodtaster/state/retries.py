@@ -1,84 +1,65 @@
-"""Retry attempts of quarantined rows, and what later published them: `_state/retries/<dataset>/`.
+"""What the retry pass reads: attempts, next attempts and what is settled, from the dispositions log.
 
-A row quarantined only for retryable rules (foodtaster.engine.references) is `retrying`
-from the moment it is written; nothing records that but its reasons. Each run of the
-retry pass (foodtaster.engine.retry) then writes one event:
-
-- `attempted`: rows re-evaluated and still failing, each with its attempt number;
-- `exhausted`: rows that failed their last attempt (reason `retry.exhausted`);
-- `published`: rows published later (a retry that passed, or a held message of a
-  released group), with the partition they went to.
-
-The fold keys everything by lineage key and keeps the highest attempt seen, so two
-passes that raced give the same counter, and a pass rerun after a crash does not count
-an attempt twice.
+The dispositions log (foodtaster.state.dispositions) is the one record of a retryable row:
+the job writes it `retrying` with `attempts` 0 and the first attempt's time (`next_at`);
+each retry pass (foodtaster.engine.retry) writes `retrying` with one more attempt and the
+next time, or `exhausted`, or `redriven` with where it was published. This module folds
+that into the retry pass's view: nothing else keeps a counter, so two records cannot
+disagree. Two passes that raced count the attempt they both made once (the latest event
+sets the status); the DAG runs one pass a dataset at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from foodtaster.state.events import Event, EventLog
+from foodtaster.state.dispositions import EXHAUSTED, REDRIVEN, RETRYING, SETTLED, Dispositions
 from foodtaster.state.lake import Lake
-
-KIND = "retries"
-COMPACT_AFTER = 200
+from foodtaster.state.second_chances import lineage_key
 
 
 @dataclass(frozen=True)
 class RetryState:
-    attempts: dict[str, dict[str, Any]]  # lineage -> {"attempts": n, "at": ISO of the last}
+    attempts: dict[str, dict[str, Any]]  # lineage -> {"attempts": n, "at": when counted, "next_at": ISO}
     exhausted: dict[str, str]  # lineage -> when
-    published: dict[str, str]  # lineage -> where
+    published: dict[str, str]  # lineage -> where (published later: a retry, a group release, a redrive)
+    settled: frozenset[str]  # published later, duplicate, purged or exhausted: no pass touches them
 
-    def done(self) -> set[str]:
+    def done(self) -> frozenset[str]:
         """Rows no retry touches again."""
-        return set(self.exhausted) | set(self.published)
+        return self.settled
+
+    def retrying(self) -> dict[str, tuple[int, str | None]]:
+        """Lineage -> (attempts made, next attempt's time) of the rows still retrying."""
+        return {key: (entry["attempts"], entry["next_at"]) for key, entry in self.attempts.items()
+                if key not in self.settled}
 
 
-def _fold(state: dict[str, Any], event: Event) -> dict[str, Any]:
-    attempts, exhausted, published = (dict(state[k]) for k in ("attempts", "exhausted", "published"))
-    if event["type"] == "attempted":
-        for key, number in event["rows"].items():
-            seen = attempts.get(key, {"attempts": 0, "at": event["at"]})
-            if number >= seen["attempts"]:
-                attempts[key] = {"attempts": number, "at": max(seen["at"], event["at"])}
-    elif event["type"] == "exhausted":
-        for key in event["rows"]:
-            exhausted.setdefault(key, event["at"])
-    elif event["type"] == "published":
-        for key in event["rows"]:
-            published.setdefault(key, event["where"])
-    return {"attempts": attempts, "exhausted": exhausted, "published": published}
-
-
-def _initial() -> dict[str, Any]:
-    return {"attempts": {}, "exhausted": {}, "published": {}}
+def retry_state(lake: Lake, dataset: str) -> RetryState:
+    """The retry view of a dataset's dispositions log."""
+    attempts: dict[str, dict[str, Any]] = {}
+    exhausted: dict[str, str] = {}
+    published: dict[str, str] = {}
+    settled: set[str] = set()
+    for row, status in Dispositions(lake, dataset).state():
+        key = lineage_key(*row)
+        if status.status == RETRYING or status.attempts:
+            attempts[key] = {"attempts": status.attempts, "at": status.since, "next_at": status.next_at}
+        if status.status == EXHAUSTED:
+            exhausted[key] = status.since or ""
+        if status.status == REDRIVEN:
+            published[key] = status.where or ""
+        if status.status in SETTLED or status.status == EXHAUSTED:
+            settled.add(key)
+    return RetryState(attempts, exhausted, published, frozenset(settled))
 
 
 class RetryLog:
+    """A dataset's retry view, read again at each `state()`."""
+
     def __init__(self, lake: Lake, dataset: str) -> None:
-        self.log = EventLog(lake, KIND, dataset)
+        self.lake, self.dataset = lake, dataset
 
     def state(self) -> RetryState:
-        folded = self.log.fold(_fold, _initial)
-        if folded.unsnapshotted >= COMPACT_AFTER:
-            self.log.compact(_fold, _initial)
-        return RetryState(**folded.state)
-
-    def attempted(self, rows: dict[str, int], run_id: str, at: str) -> None:
-        if rows:
-            self.log.append({"type": "attempted", "rows": rows, "run_id": run_id, "at": at})
-
-    def exhausted(self, rows: Iterable[str], run_id: str, at: str) -> None:
-        keys = sorted(rows)
-        if keys:
-            self.log.append({"type": "exhausted", "rows": keys, "run_id": run_id, "at": at})
-
-    def published(self, rows: Iterable[str], where: str, cause: str, run_id: str) -> None:
-        keys = sorted(rows)
-        if keys:
-            self.log.append({"type": "published", "rows": keys, "where": where, "cause": cause,
-                             "run_id": run_id})
+        return retry_state(self.lake, self.dataset)

@@ -3,8 +3,8 @@ with pyarrow alone: the DAG's `retry` task asks this before it pays for a Spark 
 
 The pass does something only when
 - a pending quarantined row (not published later, exhausted, redriven, duplicate or
-  purged) whose every reason is a retryable rule is due: `wait_s(attempts)` after its last
-  attempt, the first after it landed; or
+  purged) whose every reason is a retryable rule is due: its recorded next attempt's time
+  (`next_at` in the dispositions log) has passed, the first `wait_s(0)` after it landed; or
 - a poison message that holds a group was published later or purged (its group is
   released); or
 - a pending held row (`held_rule` among its reasons) is in a group no longer open.
@@ -63,11 +63,13 @@ def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_b
         if not rules or any(rule not in policies for rule in rules):
             continue
         key = lineage_key(*(row.get(c) for c in LINEAGE))
-        tried = state.attempts.get(key)
-        since = (datetime.fromisoformat(tried["at"]).timestamp() if tried
-                 else _epoch(row.get("_ingested_at")))
-        if since is not None and since + policies[rules[0]].wait_s(tried["attempts"] if tried else 0) \
-                <= now.timestamp():
+        # As the pass decides (engine.retry.due): the recorded next attempt, else the first
+        # wait after landing.
+        next_at = (state.attempts.get(key) or {}).get("next_at")
+        landed = _epoch(row.get("_ingested_at"))
+        due_at = (datetime.fromisoformat(next_at).timestamp() if next_at
+                  else None if landed is None else landed + policies[rules[0]].wait_s(0))
+        if due_at is not None and due_at <= now.timestamp():
             return f"a retryable row is due ({key})"
 
     if group_by:

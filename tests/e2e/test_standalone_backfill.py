@@ -2,22 +2,33 @@
 triggerer): backfills through `POST /api/v2/backfills`, and the self-pause after
 `disable_after` held batches, against that one running Airflow.
 
-Two datasets in a test registry: `orders` (three clean-ish days, backfilled twice) and
-`orders_poisoned` (disable_after 2, two poisoned days).
+Datasets in a test registry: `orders` (three clean-ish days, backfilled twice),
+`orders_poisoned` (disable_after 2, two poisoned days), and for the second chances
+`customers` and `orders_chances` (orders as conversations whose customers may land late,
+from `sample.generate_second_chances`; runs triggered one by one through the API).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from e2e_support import HOLDING, fill_inbox, metadata_database, parquet_rows, partitions
 
+from foodtaster import sample
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state import ledger
-from foodtaster.state.lake import Lake, exists
+from foodtaster.state.accounts import check_accounts
+from foodtaster.state.dispositions import Dispositions
+from foodtaster.state.groups import GroupLog
+from foodtaster.state.lake import Lake, exists, read_json
 from foodtaster_airflow.localenv import (
     LocalAirflow,
     drop_postgres_database,
@@ -48,7 +59,23 @@ datasets:
     alert_rate: 0.02
     hold_rate: 0.20
     disable_after: 2
+  customers:
+    schedule: null
+    contract: contracts.customers:Customers
+    expectation_suite: {PROJECT_ROOT / "expectations/customers.json"}
+    alert_rate: 0.5
+    hold_rate: 0.5
+  orders_chances:
+    schedule: null
+    contract: standalone_contracts:OrdersNoWait
+    expectation_suite: {PROJECT_ROOT / "expectations/orders.json"}
+    alert_rate: 0.5
+    hold_rate: 0.5
+    group_by: order_id
+    order_by: created_at
 """
+E2E_DIR = Path(__file__).resolve().parent  # standalone_contracts, for the scheduler's tasks and Spark
+CHANCES, CHANCE_DAYS, AFTER = "orders_chances", ("2026-11-05", "2026-11-06"), "2026-11-07"
 BACKFILL_TIMEOUT = 900
 
 
@@ -69,7 +96,8 @@ def standalone(tmp_path_factory, lake):
     registry.write_text(REGISTRY)
     af = LocalAirflow(home=home, lake=lake, registry=registry, api_port=free_port(),
                       db_url=database, password="e2e-secret",
-                      extra_env={"AIRFLOW__CORE__PARALLELISM": "3"})
+                      extra_env={"AIRFLOW__CORE__PARALLELISM": "3", "PYTHONPATH": os.pathsep.join(
+                          filter(None, (str(E2E_DIR), str(PROJECT_ROOT), os.environ.get("PYTHONPATH"))))})
     counts = {day: fill_inbox(lake, day, seed=int(day[-2:]), **FEW_POISON).counts()
               for day in DAYS}
     for day in POISONED_DAYS:
@@ -207,21 +235,167 @@ def test_a_held_batch_is_released_from_the_redrive_dag_triggered_through_the_api
     batch and redrive (dry run) its quarantine; the ledger records the release with its why."""
     _af, api, log, _counts = standalone
     dag_id, day, batch_id = "foodtaster_orders_poisoned_redrive", POISONED_DAYS[0], "20261102"
-    wait_until(lambda: _dag_ready(api, dag_id), 240, f"{dag_id} parsed", log)
     why = "checked by hand: a test feed"
     conf = {"date_from": day, "dry_run": True, "release_batch": batch_id, "why": why}
-    run = api.request("POST", f"dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf})
-
-    def finished():
-        return next((r for r in api.dag_runs(dag_id) if r["dag_run_id"] == run["dag_run_id"]
-                     and r["state"] in ("success", "failed")), None)
-
-    done = wait_until(finished, 600, f"{dag_id} run", log)
-    states = {ti["task_id"]: ti["state"] for ti in api.task_instances(dag_id, run["dag_run_id"])}
-    assert done["state"] == "success", states
+    _run_id, states = trigger(api, dag_id, conf, log)
     assert (states["release"], states["redrive"], states["announce"]) == ("success", "success", "skipped")
     the_lake = Lake(lake)
     assert exists(the_lake.valid("orders_poisoned", day, batch_id))
     (entry,) = [e for e in ledger.batch_entries(the_lake, "orders_poisoned") if e["batch_id"] == batch_id]
     assert entry["verdict"] == "published" and entry["released"]["why"] == why
     assert entry["messages"] == entry["valid"] + entry["quarantined"] + entry["duplicates_dropped"]
+
+
+def trigger(api: AirflowApi, dag_id: str, conf: dict, log: Path) -> tuple[str, dict[str, str]]:
+    """`POST /api/v2/dags/{dag_id}/dagRuns` with `conf`, as the UI's trigger form does; waits for
+    the run to succeed. Its run id and its tasks' states."""
+    wait_until(lambda: _dag_ready(api, dag_id), 240, f"{dag_id} parsed", log)
+    run_id = api.request("POST", f"dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf})[
+        "dag_run_id"]
+
+    def finished():
+        run = api.request("GET", f"dags/{dag_id}/dagRuns/{run_id}")
+        return run if run["state"] in ("success", "failed") else None
+
+    done = wait_until(finished, 600, f"{dag_id} run {run_id}", log)
+    states = {ti["task_id"]: ti["state"] for ti in api.task_instances(dag_id, run_id)}
+    assert done["state"] == "success", (run_id, states)
+    return run_id, states
+
+
+@pytest.fixture(scope="module")
+def chances(standalone, lake, tmp_path_factory):
+    """Two days of orders and customers in the inboxes of `orders_chances` and `customers`; the
+    generator's answer key. Some customers land a day after their order, some never; some
+    conversations start with a poison message (an unknown currency)."""
+    generated = tmp_path_factory.mktemp("generated")
+    truth = sample.generate_second_chances(generated, CHANCE_DAYS, orders_per_day=10, late_share=0.3,
+                                           poisoned_share=0.2, seed=6)
+    for source, dataset in (("orders", CHANCES), ("customers", "customers")):
+        for day in CHANCE_DAYS:
+            if (generated / source / f"dt={day}").exists():
+                shutil.copytree(generated / source / f"dt={day}", Lake(lake).inbox(dataset, day))
+    return truth
+
+
+def _valid_rows(lake: str, dataset: str) -> list[dict]:
+    """Every published row of a dataset, partition by partition, in file order."""
+    root = Path(lake) / "valid" / dataset
+    return [{**row, "partition": f"{part.parent.name}/{part.name}"}
+            for part in sorted(root.glob("batch_date=*/batch_id=*"))
+            for row in pq.read_table(part, columns=["message_id", "order_id"] if dataset == CHANCES
+                                     else ["message_id"]).to_pylist()]
+
+
+def _holds(lake: str, *datasets: str) -> None:
+    """Nothing lost, nothing twice: every batch adds up, no message is published twice."""
+    for dataset in datasets:
+        check_accounts(Lake(lake), dataset)
+        ids = [row["message_id"] for row in _valid_rows(lake, dataset)]
+        assert len(ids) == len(set(ids)), dataset
+
+
+def test_orders_whose_customer_lands_a_day_late_are_published_by_the_next_runs_retry(
+        standalone, lake, chances):
+    """Day 1: customers, then orders: orders of a customer not landed yet are `retrying`
+    (their retry task counts an attempt). Day 2: the late customers are published, then the
+    orders run's retry task publishes the waiting orders (and what their groups held)."""
+    _af, api, log, _counts = standalone
+    the_lake, (day1, day2) = Lake(lake), CHANCE_DAYS
+    for dataset in ("customers", CHANCES):
+        _run, states = trigger(api, f"foodtaster_{dataset}", {"batch_date": day1}, log)
+        assert (states["publish"], states["retry"]) == ("success", "success"), states
+    summary = read_json(the_lake.summary(CHANCES, day1.replace("-", "")))
+    expected = chances.expected(day1)
+    assert (summary["valid"], summary["retrying"], summary["held_for_group"]) == (
+        expected["valid"], expected["retrying"], expected["held"])
+    state = Dispositions(the_lake, CHANCES).state()
+    retrying = [status for _row, status in state if status.status == "retrying"]
+    assert len(retrying) == expected["retrying"] and {s.attempts for s in retrying} == {1}
+    _holds(lake, "customers", CHANCES)
+
+    for dataset in ("customers", CHANCES):
+        trigger(api, f"foodtaster_{dataset}", {"batch_date": day2}, log)
+    published = {row["message_id"] for row in _valid_rows(lake, CHANCES)}
+    poisoned = {o.order_id for o in chances.orders if o.expected == "quarantined"}
+    late = {o.message_id for o in chances.orders if o.day == day1 and o.customer_day == day2}
+    late_groups = {o.order_id for o in chances.orders if o.message_id in late}
+    assert late and late <= published  # retried, published under their own day
+    following = {o.message_id for o in chances.orders if o.order_id in late_groups - poisoned}
+    assert following <= published  # and what their groups held behind them
+    never = [o for o in chances.orders if o.customer_day is None]
+    state = Dispositions(the_lake, CHANCES).state()
+    statuses = {status.status for row, status in state if row.batch_id == day1.replace("-", "")
+                and status.status != "redriven"}
+    assert statuses <= {"retrying"} and never  # the never-landing ones wait on, two attempts made
+    assert max(s.attempts for _row, s in state if s.status == "retrying") == 2
+    _holds(lake, "customers", CHANCES)
+
+
+def test_a_poisoned_conversation_is_released_by_a_purge_and_a_redrive_after_a_fix(
+        standalone, lake, chances):
+    """A poison message holds the later messages of its order. One poison message is purged
+    through the CLI; the contract is fixed and the others redriven from the redrive DAG's form
+    (a dry run first: nothing moves); the next run publishes the held messages, in order."""
+    af, api, log, _counts = standalone
+    the_lake = Lake(lake)
+    poison = [o for o in chances.orders if o.expected == "quarantined"]
+    held = {o.message_id: o for o in chances.orders if o.expected == "held"
+            and o.order_id in {p.order_id for p in poison}}
+    assert len(poison) >= 2 and held
+    assert {p.order_id for p in poison} <= set(GroupLog(the_lake, CHANCES).open_groups())
+    assert not set(held) & {row["message_id"] for row in _valid_rows(lake, CHANCES)}
+    quarantined = {row["message_id"]: [reason["rule"] for reason in row["reasons"]] for row in pq.read_table(
+        Path(lake) / "quarantine" / CHANCES, columns=["message_id", "reasons"]).to_pylist()}
+    assert all(quarantined[m] == ["group.poisoned"] for m in held)  # foodtaster.engine.groups.RULE
+
+    purged = poison[0]
+    batch = purged.day.replace("-", "")
+    (row,) = [r for r in pq.read_table(Path(lake) / "quarantine" / CHANCES / f"batch_date={purged.day}"
+                                       / f"batch_id={batch}").to_pylist()
+              if r["message_id"] == purged.message_id]
+    assert [reason["rule"] for reason in row["reasons"]] == ["currency.isin"]
+    done = subprocess.run(
+        [sys.executable, "-m", "foodtaster", "purge", "--dataset", CHANCES, "--batch", batch,
+         "--file", row["_source_file"], "--line", str(row["_line_number"]), "--why", "a test order"],
+        env={**af.env(), "PYTHONPATH": str(PROJECT_ROOT)}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and f"purged 1 quarantined rows of {CHANCES}" in done.stdout, done.stderr
+
+    af.registry.write_text(af.registry.read_text().replace(
+        "standalone_contracts:OrdersNoWait\n", "standalone_contracts:OrdersNoWaitFixed\n"))
+    form = {"date_from": CHANCE_DAYS[0], "date_to": CHANCE_DAYS[-1], "rule": "currency.isin",
+            "why": "the currency XXX is accepted"}
+    before = partitions(lake, "valid", CHANCES)
+    dry_id, states = trigger(api, f"foodtaster_{CHANCES}_redrive", {**form, "dry_run": True}, log)
+    assert (states["redrive"], states["announce"]) == ("success", "skipped"), states
+    assert partitions(lake, "valid", CHANCES) == before  # a dry run moves nothing
+    report = _redrive_report(lake, dry_id)
+    assert report["dry_run"] and report["counts"]["published"] == len(poison) - 1
+    assert report["by_rule"]["currency.isin"]["published"] == len(poison) - 1
+
+    run_id, states = trigger(api, f"foodtaster_{CHANCES}_redrive", {**form, "dry_run": False}, log)
+    assert states["announce"] == "success", states
+    assert _redrive_report(lake, run_id)["counts"]["published"] == len(poison) - 1
+    assert {p.order_id for p in poison} <= set(GroupLog(the_lake, CHANCES).open_groups())
+    _holds(lake, "customers", CHANCES)
+
+    # the next run (nothing landed that day) releases the groups; its retry task publishes
+    _run, states = trigger(api, f"foodtaster_{CHANCES}", {"batch_date": AFTER}, log)
+    assert (states["validate"], states["retry"]) == ("skipped", "success"), states
+    assert not {p.order_id for p in poison} & set(GroupLog(the_lake, CHANCES).open_groups())
+    new = sorted(set(partitions(lake, "valid", CHANCES)) - set(before))
+    out = [row for row in _valid_rows(lake, CHANCES) if row["partition"] in new
+           and row["partition"].endswith("-g")]
+    assert {row["message_id"] for row in out} == set(held)
+    for order in {o.order_id for o in held.values()}:  # a conversation's messages in its order
+        sent = [row["message_id"] for row in out if row["order_id"] == order]
+        assert sent == sorted(sent, key=lambda m: int(m.rsplit("-", 1)[1])), sent
+    assert purged.message_id not in {row["message_id"] for row in _valid_rows(lake, CHANCES)}
+    _holds(lake, "customers", CHANCES)
+
+
+def _redrive_report(lake: str, run_id: str) -> dict:
+    """The report of the redrive a run of the redrive DAG made (`by` names the run)."""
+    (report,) = [r for r in map(read_json, map(str, (Path(lake) / "reports" / CHANCES).glob(
+        "redrive-*/redrive.json"))) if r.get("by") == f"airflow:{run_id}"]
+    return report
