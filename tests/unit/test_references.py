@@ -76,9 +76,10 @@ def test_only_rows_failing_only_retryable_rules_are_due_after_their_backoff(spar
         ("k3", [("contract", RULE, "customer_id", "m", "c")], landed),
         ("k4", [("contract", RULE, "customer_id", "m", "c")], landed),
     ], f"_key string, reasons {reasons}, _ingested_at timestamp")
-    tried = landed + timedelta(hours=2)
-    attempts = spark.createDataFrame([("k3", 1, tried.timestamp()), ("k4", 2, tried.timestamp())],
-                                     "_key string, _attempts int, _last_at double")
+    tried = landed + timedelta(hours=2)  # as the dispositions log keeps it: the next attempt's time
+    next_at = {n: (tried + timedelta(seconds=policy.wait_s(n))).timestamp() for n in (1, 2)}
+    attempts = spark.createDataFrame([("k3", 1, next_at[1]), ("k4", 2, next_at[2])],
+                                     "_key string, _attempts int, _next_at double")
     retrying = rows.where(only_retryable({RULE: policy}))
     assert sorted(r["_key"] for r in retrying.collect()) == ["k1", "k3", "k4"]  # k2 never retried
     at = {h: sorted(r["_key"] for r in due(retrying, {RULE: policy}, attempts,
