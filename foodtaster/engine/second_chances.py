@@ -94,8 +94,11 @@ class Extras:
         groups log; returns how many groups are open."""
         # A rerun of the batch finds its rows already in the log (attempts made, published later):
         # the log is the one attempt counter, so they keep what they have.
-        known = {lineage_key(*row) for row, _status in Dispositions(lake, self.config.name).state()}
-        fresh = [(key, at) for key, at in self.retrying if key not in known]
+        if self.retrying:  # the fold reads the whole log: only when there is something to record
+            known = {lineage_key(*row) for row, _status in Dispositions(lake, self.config.name).state()}
+            fresh = [(key, at) for key, at in self.retrying if key not in known]
+        else:
+            fresh = []
         record_status(lake, self.config.name, "retrying", [k for k, _ in fresh], by="job",
                       run=batch_id, why="failed retryable rules only", attempts=0,
                       next_at=[at for _, at in fresh])

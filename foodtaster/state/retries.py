@@ -24,16 +24,17 @@ class RetryState:
     attempts: dict[str, dict[str, Any]]  # lineage -> {"attempts": n, "at": when counted, "next_at": ISO}
     exhausted: dict[str, str]  # lineage -> when
     published: dict[str, str]  # lineage -> where (published later: a retry, a group release, a redrive)
-    settled: frozenset[str]  # published later, duplicate, purged or exhausted: no pass touches them
+    resolved: frozenset[str]  # published later, duplicate or purged: a poison among them releases its group
 
     def done(self) -> frozenset[str]:
-        """Rows no retry touches again."""
-        return self.settled
+        """Rows no retry touches again: resolved or exhausted."""
+        return self.resolved | self.exhausted.keys()
 
     def retrying(self) -> dict[str, tuple[int, str | None]]:
         """Lineage -> (attempts made, next attempt's time) of the rows still retrying."""
+        done = self.done()
         return {key: (entry["attempts"], entry["next_at"]) for key, entry in self.attempts.items()
-                if key not in self.settled}
+                if key not in done}
 
 
 def retry_state(lake: Lake, dataset: str) -> RetryState:
@@ -41,7 +42,7 @@ def retry_state(lake: Lake, dataset: str) -> RetryState:
     attempts: dict[str, dict[str, Any]] = {}
     exhausted: dict[str, str] = {}
     published: dict[str, str] = {}
-    settled: set[str] = set()
+    resolved: set[str] = set()
     for row, status in Dispositions(lake, dataset).state():
         key = lineage_key(*row)
         if status.status == RETRYING or status.attempts:
@@ -50,16 +51,6 @@ def retry_state(lake: Lake, dataset: str) -> RetryState:
             exhausted[key] = status.since or ""
         if status.status == REDRIVEN:
             published[key] = status.where or ""
-        if status.status in SETTLED or status.status == EXHAUSTED:
-            settled.add(key)
-    return RetryState(attempts, exhausted, published, frozenset(settled))
-
-
-class RetryLog:
-    """A dataset's retry view, read again at each `state()`."""
-
-    def __init__(self, lake: Lake, dataset: str) -> None:
-        self.lake, self.dataset = lake, dataset
-
-    def state(self) -> RetryState:
-        return retry_state(self.lake, self.dataset)
+        if status.status in SETTLED:
+            resolved.add(key)
+    return RetryState(attempts, exhausted, published, frozenset(resolved))

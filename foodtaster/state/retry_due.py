@@ -24,8 +24,8 @@ import pyarrow.dataset as pads
 
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists
-from foodtaster.state.retries import RetryLog
-from foodtaster.state.second_chances import lineage_key, resolved_lineages
+from foodtaster.state.retries import retry_state
+from foodtaster.state.second_chances import lineage_key
 
 LINEAGE = ("_batch_id", "_source_file", "_line_number")
 
@@ -51,9 +51,8 @@ def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_b
     root = lake.zone("quarantine", dataset)
     if not exists(root):
         return None
-    state = RetryLog(lake, dataset).state()
-    resolved = resolved_lineages(lake, dataset)
-    settled = state.done() | resolved
+    state = retry_state(lake, dataset)  # one fold of the dispositions log
+    settled = state.done()
     columns = [*LINEAGE, "_ingested_at", "reasons", *([group_by] if group_by else [])]
     pending = [row for row in quarantined_rows(root, columns)
                if lineage_key(*(row.get(c) for c in LINEAGE)) not in settled]
@@ -74,8 +73,7 @@ def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_b
 
     if group_by:
         open_groups = GroupLog(lake, dataset).open_groups()
-        later = set(state.published) | resolved
-        if any(p.lineage in later for poison in open_groups.values() for p in poison):
+        if any(p.lineage in state.resolved for poison in open_groups.values() for p in poison):
             return "a poison message was published later or purged: its group is released"
         for row in pending:
             rules = {reason["rule"] for reason in row.get("reasons") or []}

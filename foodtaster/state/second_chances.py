@@ -17,10 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from foodtaster.state.dispositions import Dispositions
+from foodtaster.state.dispositions import SETTLED, Dispositions
 from foodtaster.state.lake import Lake
-
-RESOLVING_STATUSES = ("redriven", "duplicate", "purged")  # out of quarantine, or given up on purpose
 
 
 def lineage_key(batch_id: str, source_file: str, line_number: int | None) -> str:
@@ -37,7 +35,7 @@ def _lineage(key: str) -> tuple[str, str, int]:
 def resolved_lineages(lake: Lake, dataset: str) -> set[str]:
     """Lineage keys of rows the dispositions log says were redriven, duplicates or purged."""
     state = Dispositions(lake, dataset).state()
-    return {lineage_key(*row) for row, status in state if status.status in RESOLVING_STATUSES}
+    return {lineage_key(*row) for row, status in state if status.status in SETTLED}
 
 
 def record_status(lake: Lake, dataset: str, status: str, lineages: Iterable[str], *, by: str,

@@ -22,7 +22,7 @@ from foodtaster.engine.retry import EXHAUSTED_RULE, run_retries
 from foodtaster.registry import get_dataset
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake
-from foodtaster.state.retries import RetryLog
+from foodtaster.state.retries import retry_state
 from foodtaster.state.retry_due import retry_work
 
 DAYS = ["2026-11-20", "2026-11-21", "2026-11-22"]
@@ -59,7 +59,7 @@ def _accounting(spark, lake, dataset, summaries):
     """messages = valid (published with the batch or later) + still quarantined + dropped, per batch."""
     later = dict(_valid(spark, lake, dataset).where(F.col("batch_id").cast("string").startswith("redrive-"))
                  .groupBy("_batch_id").count().collect())
-    published_later = RetryLog(lake, dataset).state().published
+    published_later = retry_state(lake, dataset).published
     for summary in summaries:
         batch = summary["batch_id"]
         moved = sum(1 for key in published_later if key.startswith(f"{batch}|"))
@@ -147,7 +147,7 @@ def test_never_landing_customers_exhaust_their_attempts(spark, days):
         exhausted += done["exhausted"]
         assert done["published"] == 0
     assert exhausted == len(never)
-    state = RetryLog(lake, "orders").state()
+    state = retry_state(lake, "orders")
     assert len(state.exhausted) == len(never)
     assert all(state.attempts[key]["attempts"] == MAX_ATTEMPTS for key in state.exhausted)
     assert EXHAUSTED_RULE == "retry.exhausted"
@@ -197,7 +197,7 @@ def test_statuses_go_to_the_dispositions_log_and_a_purge_releases_a_group(spark,
         summaries.append(_batch(spark, lake, ORDERS, inbox, day))
         _retries(spark, lake, start + timedelta(days=index, hours=13), run_id=f"d{index}")
     counts = dispo.Dispositions(lake, "orders").state().counts()
-    assert counts.get("redriven", 0) == len(RetryLog(lake, "orders").state().published) > 0
+    assert counts.get("redriven", 0) == len(retry_state(lake, "orders").published) > 0
     assert counts.get("retrying", 0) > 0  # the job's, then the pass's attempts
     # an operator purges a poison message: its group is released, its held messages published
     poisoned = next(o for o in truth.orders if o.expected == "quarantined")
