@@ -473,13 +473,12 @@ def disable(dataset: str, dag_id: str, streak: int, config: DatasetConfig,
 def retry_work(dataset: str, lake_uri: str) -> str | None:
     """Why the retry pass of `dataset` must run now, or None: then the retry task starts no
     Spark (foodtaster.state.retry_due reads the lake with pyarrow)."""
-    from foodtaster.engine.groups import RULE
     from foodtaster.engine.references import read_references, retryable
     from foodtaster.state.retry_due import retry_work as due_work
 
     config = _config(dataset)
     policies = retryable(read_references(config.load_contract()))
-    return due_work(Lake(lake_uri), dataset, policies, config.group_by, RULE, datetime.now(UTC))
+    return due_work(Lake(lake_uri), dataset, policies, config.group_by, datetime.now(UTC))
 
 
 # ---------------------------------------------------------------------- redrive

@@ -7,7 +7,7 @@ The pass does something only when
   (`next_at` in the dispositions log) has passed, the first `wait_s(0)` after it landed; or
 - a poison message that holds a group was published later or purged (its group is
   released); or
-- a pending held row (`held_rule` among its reasons) is in a group no longer open.
+- a pending held row (`group.poisoned` among its reasons) is in a group no longer open.
 
 This mirrors the pass's own selection, erring towards yes: a yes starts the pass, which
 decides row by row; a no skips a pass that would have found nothing.
@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import fsspec
 import pyarrow.dataset as pads
 
+from foodtaster.state.groups import RULE as HELD_RULE
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists
 from foodtaster.state.retries import retry_state
@@ -44,7 +45,7 @@ def quarantined_rows(root: str, columns: Iterable[str]) -> list[dict[str, Any]]:
 
 
 def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_by: str | None,
-               held_rule: str, now: datetime) -> str | None:
+               now: datetime) -> str | None:
     """Why the retry pass of `dataset` must run now, or None when it would do nothing."""
     if not (policies or group_by):
         return None
@@ -78,7 +79,7 @@ def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_b
         for row in pending:
             rules = {reason["rule"] for reason in row.get("reasons") or []}
             group = row.get(group_by)
-            if held_rule in rules and (group is None or str(group) not in open_groups):
+            if HELD_RULE in rules and (group is None or str(group) not in open_groups):
                 return f"a held message's group is no longer open ({group})"
     return None
 
