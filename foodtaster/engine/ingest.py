@@ -19,9 +19,10 @@ def on_disk(uri: Column) -> Column:
     on disk, the spelling of the manifest and of a person's `ls`.
 
     `url_decode` would read a literal `+` (which Hadoop leaves unencoded) as a space, so it is
-    escaped first.
+    escaped first. A path without `%` is already spelled as on disk: only those are decoded,
+    since the decode runs on every line (about 15% of the floor's CPU when it ran on all).
     """
-    return F.url_decode(F.regexp_replace(uri, r"\+", "%2B"))
+    return F.when(uri.contains("%"), F.url_decode(F.regexp_replace(uri, r"\+", "%2B"))).otherwise(uri)
 
 
 def read_lines(spark: SparkSession, path: str, line_read_bytes: int | None = None) -> DataFrame:

@@ -369,11 +369,12 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         else:  # without a manifest nobody counted the lines the reader would skip: hold them all
             lines = ingest.read_lines(spark, run.input_path, config.line_read_bytes if manifest else None)
         # The one pass over every message; all that follows reads this copy, not the input.
-        flagged = _keep(extras.mark(flag_lines(lines, contract, config.max_message_bytes, poison)),
-                        held)
+        kept = _keep(extras.mark(flag_lines(lines, contract, config.max_message_bytes, poison)), held)
         fault_point("flagged")
-        flagged = extras.hold(flagged, run.batch_id, lambda small: _persist(small, held))
-        offsets = _persist(ingest.split_offsets(flagged), held)  # one row a file split
+        # The split offsets and the repeated keys read the copy as kept: the group hold's join
+        # changes neither, and would run again in each of their scans.
+        offsets = _persist(ingest.split_offsets(kept), held)  # one row a file split
+        flagged = extras.hold(kept, run.batch_id, lambda small: _persist(small, held))
         ingested_at = _ingested_at(manifest, offsets)
         lines_read = offsets.agg(F.sum("_split_lines")).first()[0] or 0
         too_large = sum(len(f.get("too_large", [])) for f in (manifest or {}).get("files", []))
@@ -383,7 +384,7 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
 
         mark = time.perf_counter()
         key = unique_key(contract)
-        repeated = _persist(repeated_keys(flagged, key), held) if key else None  # small; reused by each write
+        repeated = _persist(repeated_keys(kept, key), held) if key else None  # small; reused by each write
         # Counted where they are dropped: every byte-identical copy but the first of a key.
         duplicates_dropped = 0 if repeated is None else (
             repeated.where(F.col("_variants") == 1).agg(F.sum(F.col("_copies") - 1)).first()[0] or 0
