@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from lake_support import LINEAGE, REASON, reason
 
-from foodtaster.engine.references import RetryPolicy
+from foodtaster.contract_references import RetryPolicy
 from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import RULE as HELD
 from foodtaster.state.groups import GroupLog, Poison
