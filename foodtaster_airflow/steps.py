@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -475,34 +472,14 @@ def disable(dataset: str, dag_id: str, streak: int, config: DatasetConfig,
 
 def retry_work(dataset: str, lake_uri: str) -> str | None:
     """Why the retry pass of `dataset` must run now, or None: then the retry task starts no
-    Spark (foodtaster.state.retry_due reads the lake with pyarrow) and imports no pyspark."""
+    Spark (foodtaster.state.retry_due reads the lake with pyarrow) and imports no engine module.
+    (pandera itself imports pyspark.pandas when pyspark is installed: that import stays.)"""
     from foodtaster.contract_references import read_references, retryable
     from foodtaster.state.retry_due import retry_work as due_work
 
     config = _config(dataset)
-    with _pyspark_hidden():
-        policies = retryable(read_references(config.load_contract()))
+    policies = retryable(read_references(config.load_contract()))
     return due_work(Lake(lake_uri), dataset, policies, config.group_by, datetime.now(UTC))
-
-
-@contextmanager
-def _pyspark_hidden() -> Iterator[None]:
-    """pandera (0.35) imports `pyspark.pandas` whenever pyspark is installed: when pandera
-    is first imported (pandera.external_config) and when a model first builds its schema
-    (pandera.typing.pyspark): Spark's Python side, in an Airflow task that reads a
-    contract's field metadata. Inside this block `import pyspark` raises ImportError,
-    which pandera takes for pyspark not installed; its pandas API, all a contract is, does
-    not need it. pandera keeps that view for the rest of the process: the retry task runs
-    the pass itself as a spark-submit process. Where pyspark is already imported, nothing
-    is hidden."""
-    if "pyspark" in sys.modules:
-        yield
-        return
-    sys.modules["pyspark"] = None  # type: ignore[assignment]  # what Python reads as: cannot be imported
-    try:
-        yield
-    finally:
-        del sys.modules["pyspark"]
 
 
 # ---------------------------------------------------------------------- redrive
