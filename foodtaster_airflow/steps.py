@@ -472,8 +472,9 @@ def disable(dataset: str, dag_id: str, streak: int, config: DatasetConfig,
 
 def retry_work(dataset: str, lake_uri: str) -> str | None:
     """Why the retry pass of `dataset` must run now, or None: then the retry task starts no
-    Spark (foodtaster.state.retry_due reads the lake with pyarrow)."""
-    from foodtaster.engine.references import read_references, retryable
+    Spark (foodtaster.state.retry_due reads the lake with pyarrow) and imports no engine module.
+    (pandera itself imports pyspark.pandas when pyspark is installed: that import stays.)"""
+    from foodtaster.contract_references import read_references, retryable
     from foodtaster.state.retry_due import retry_work as due_work
 
     config = _config(dataset)

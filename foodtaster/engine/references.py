@@ -1,98 +1,28 @@
 """Reference checks: a field's value must exist among the published valid rows of another
 dataset (orders' `customer_id` among the customers'). The first retryable rule.
 
-A contract declares one in the field's pandera metadata:
-
-    customer_id: Series[str] = pa.Field(..., metadata={
-        "references": "customers.customer_id",
-        "retry": {"max_attempts": 4, "backoff_s": 43200, "backoff_factor": 2},
-    })
-
-`retry` makes the rule retryable: a message failing it (and nothing else) is quarantined
-as `retrying`, and the retry pass (foodtaster.engine.retry) checks it again later.
+A contract declares one in the field's pandera metadata (`references`, and `retry` for a
+retryable one), read by foodtaster.contract_references, which needs no Spark. `retry`
+makes the rule retryable: a message failing it (and nothing else) is quarantined as
+`retrying`, and the retry pass (foodtaster.engine.retry) checks it again later.
 The job reads the referenced keys once (`reference_keys`, broadcast) and `mark_references`
 adds one boolean a reference to the pass; `reference_checks` gives their reasons.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import fsspec
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+# What the contract declares is read without Spark; the engine's modules find it here too.
+from foodtaster.contract_references import Reference as Reference
+from foodtaster.contract_references import ReferenceError as ReferenceError
+from foodtaster.contract_references import RetryPolicy as RetryPolicy
+from foodtaster.contract_references import read_references as read_references
+from foodtaster.contract_references import retryable as retryable
 from foodtaster.engine.reasons import Check, check
 from foodtaster.state.lake import Lake, exists
-
-
-class ReferenceError(ValueError):
-    """A `references` or `retry` declaration that cannot be read; the message says how to write it."""
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often a retryable rule is tried again: attempt n is due `backoff_s * factor**n`
-    seconds after the previous one (the first after the message landed)."""
-
-    max_attempts: int
-    backoff_s: float
-    backoff_factor: float = 2.0
-
-    def wait_s(self, attempts: int) -> float:
-        return self.backoff_s * self.backoff_factor ** attempts
-
-
-@dataclass(frozen=True)
-class Reference:
-    column: str  # the field of this dataset
-    dataset: str  # the referenced dataset
-    key: str  # its field
-    retry: RetryPolicy | None
-
-    @property
-    def rule(self) -> str:
-        return f"{self.column}.references({self.dataset}.{self.key})"
-
-    @property
-    def flag(self) -> str:
-        """The column `mark_references` adds: true where the value is not among the keys."""
-        return f"_ref_missing_{self.column}"
-
-
-def _policy(field: str, retry: Any) -> RetryPolicy | None:
-    if retry is None:
-        return None
-    try:
-        policy = RetryPolicy(int(retry["max_attempts"]), float(retry["backoff_s"]),
-                             float(retry.get("backoff_factor", 2.0)))
-    except (KeyError, TypeError, ValueError) as err:
-        raise ReferenceError(
-            f"{field}: retry must be {{max_attempts: int, backoff_s: seconds, backoff_factor: x}}: {err}"
-        ) from err
-    if policy.max_attempts < 1 or policy.backoff_s < 0 or policy.backoff_factor < 1:
-        raise ReferenceError(f"{field}: need max_attempts >= 1, backoff_s >= 0, backoff_factor >= 1")
-    return policy
-
-
-def read_references(model: type) -> list[Reference]:
-    """The reference checks a pandera model declares in its fields' metadata."""
-    found = []
-    for name, column in model.to_schema().columns.items():
-        meta = column.metadata or {}
-        if "references" not in meta:
-            continue
-        dataset, dot, key = str(meta["references"]).partition(".")
-        if not dot or not dataset or not key:
-            raise ReferenceError(f"{model.__name__}.{name}: references must be '<dataset>.<field>'")
-        found.append(Reference(name, dataset, key, _policy(f"{model.__name__}.{name}", meta.get("retry"))))
-    return found
-
-
-def retryable(references: list[Reference]) -> dict[str, RetryPolicy]:
-    """Rule id -> its retry policy, for the retryable rules among `references`."""
-    return {ref.rule: ref.retry for ref in references if ref.retry is not None}
 
 
 def reference_keys(spark: SparkSession, lake: Lake, reference: Reference) -> DataFrame | None:

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from foodtaster.logs import batch_logger
@@ -118,25 +119,31 @@ class GroupLog:
 def held_counts(lake: Lake, dataset: str, group_by: str) -> Counter[str]:
     """Group value -> its messages held in quarantine now (reason `group.poisoned`, not yet
     published later, duplicate or purged), from the quarantine partitions and the
-    dispositions log, with pyarrow."""
+    dispositions log, counted with pyarrow: only the distinct groups become Python values."""
     from foodtaster.state.browse import partitions, read_table
     from foodtaster.state.dispositions import SETTLED, Dispositions
 
-    state = Dispositions(lake, dataset).state()
+    lineage = ["_batch_id", "_source_file", "_line_number"]
+    disposed = Dispositions(lake, dataset).state().table()
+    settled = disposed.filter(pc.is_in(disposed.column("status"), value_set=pa.array(sorted(SETTLED))))
     held: Counter[str] = Counter()
     for part in partitions(lake, "quarantine", dataset):
-        table = read_table(part, [group_by, "reasons", "_batch_id", "_source_file", "_line_number"])
-        if not table.num_rows:
+        table = read_table(part, [group_by, "reasons", *lineage])
+        if not table.num_rows or group_by not in table.column_names:
             continue
         reasons = table.column("reasons").combine_chunks()
         rules = pc.struct_field(pc.list_flatten(reasons), "rule")
-        rows = pc.list_parent_indices(reasons).filter(pc.equal(rules, RULE))
-        for index in sorted(set(rows.to_pylist())):
-            row = {name: table.column(name)[index].as_py()
-                   for name in (group_by, "_batch_id", "_source_file", "_line_number")}
-            status = state.status(row["_batch_id"], row["_source_file"], row["_line_number"] or 0)
-            if row[group_by] is not None and status.status not in SETTLED:
-                held[str(row[group_by])] += 1
+        held_rows = pc.list_parent_indices(reasons).filter(pc.fill_null(pc.equal(rules, RULE), False))
+        rows = table.take(pc.unique(held_rows))
+        rows = rows.filter(pc.is_valid(rows.column(group_by)))
+        # keyed as the dispositions log keys a row (a row with no line number is line 0)
+        keys = pa.table({"_batch_id": pc.cast(rows.column("_batch_id"), pa.string()),
+                         "_source_file": pc.cast(rows.column("_source_file"), pa.string()),
+                         "_line_number": pc.fill_null(pc.cast(rows.column("_line_number"), pa.int64()), 0),
+                         "_group": rows.column(group_by)})
+        pending = keys.join(settled.select(lineage), lineage, join_type="left anti")
+        for entry in pc.value_counts(pending.column("_group")).to_pylist():
+            held[str(entry["values"])] += entry["counts"]
     return held
 
 

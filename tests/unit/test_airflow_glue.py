@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
+from conftest import PROJECT_ROOT
+from lake_support import reason, write_batch
 
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json
@@ -137,6 +141,24 @@ def test_gate_holds_a_batch_whose_counts_do_not_add_up(tmp_path):
 def test_gate_fails_when_the_job_wrote_no_summary(tmp_path):
     with pytest.raises(steps.PipelineError, match="no summary"):
         steps.gate("orders", landed(Lake(str(tmp_path))))
+
+
+# --------------------------------------------------------------------- retry
+
+
+def test_the_retry_tasks_check_reads_the_contract_and_the_lake_without_the_engine(tmp_path):
+    rule = "customer_id.references(customers.customer_id)"  # contracts/orders.py: retryable
+    write_batch(tmp_path, "2026-11-20", "20261120", [b'{"a": 1}', b'{"a": 2}'],
+                {2: [reason(rule, "c-9 is not among the published customer_id", column="customer_id")]})
+    probe = ("import sys; from foodtaster_airflow.steps import retry_work; "
+             "print(repr(retry_work('orders', sys.argv[1]))); "
+             "print(sorted(m for m in sys.modules if m.startswith('foodtaster.engine')))")
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, cwd=PROJECT_ROOT, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    why, engine_modules = done.stdout.splitlines()[-2:]
+    assert "a retryable row is due (20261120|" in why  # landed in 1970: long due
+    assert engine_modules == "[]"
 
 
 # -------------------------------------------------------------------- ledger

@@ -15,7 +15,7 @@ import pytest
 from lake_support import LINEAGE, REASON, reason
 
 from foodtaster.state.dispositions import Dispositions
-from foodtaster.state.groups import RULE, GroupLog, Poison
+from foodtaster.state.groups import RULE, GroupLog, Poison, held_counts
 from foodtaster.state.lake import Lake
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -108,3 +108,24 @@ def test_no_open_group_says_so_and_no_spark_is_started(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FOODTASTER_LAKE": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
     assert done.stdout.splitlines()[-1] == "[]", done.stderr
+
+
+def test_held_messages_are_counted_across_batches_leaving_out_settled_ones_and_those_without_a_group(lake):
+    the_lake = Lake(str(lake))
+    folder = Path(the_lake.quarantine("orders", "2026-11-21", "20261121"))
+    folder.mkdir(parents=True)
+    held = [reason(RULE, "held", layer="group", column="order_id")]
+    # lines 1-2 held for o-1, 3 held with no order_id, 4 held for o-2, 5 a poison of its own
+    groups = ["o-1", "o-1", None, "o-2", "o-3"]
+    pq.write_table(pa.table({
+        "reasons": [held, held, held, held, [reason("amount.ge", "amount below 0")]], "order_id": groups,
+        "_batch_id": ["20261121"] * 5, "_source_file": [SOURCE] * 5, "_line_number": [1, 2, 3, 4, 5]},
+        schema=pa.schema([("reasons", pa.list_(REASON)), ("order_id", pa.string()), *LINEAGE[:3]])),
+        folder / "part-00000.snappy.parquet")
+    log = Dispositions(the_lake, "orders")
+    log.record("duplicate", [("20261121", SOURCE, 2)], by="test")
+    log.record("retrying", [(BATCH, SOURCE, 5), ("20261121", SOURCE, 4)], by="test", attempts=1)
+    # and the first batch's m-2, m-3 (o-1) and m-5 (o-2); retrying is not settled
+    assert held_counts(the_lake, "orders", "order_id") == {"o-1": 3, "o-2": 2}
+    log.record("purged", [(BATCH, SOURCE, 2), (BATCH, SOURCE, 5)], by="test", why="gone")
+    assert held_counts(the_lake, "orders", "order_id") == {"o-1": 2, "o-2": 1}
