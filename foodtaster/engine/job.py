@@ -316,7 +316,7 @@ def _isolate(spark: SparkSession, run: BatchRun, limit: int, log: Any) -> list[c
         entry = poison_list.add(
             "fingerprint", fingerprint(item.raw), item.crash.why, "crash",
             added_by=f"foodtaster run {run.run_id}",
-            first_seen=Seen(run.batch_id, item.source_file, item.line_number),
+            first_seen=Seen(run.batch_id, item.source_file, item.line_number), size=len(item.raw),
         )
         log.event("crash_listed", entry=entry.id, file=item.source_file, line=item.line_number,
                   error=item.crash.why)

@@ -301,7 +301,7 @@ def poison_add(args: argparse.Namespace) -> int:
     else:
         match, value = "fingerprint", args.fingerprint.lower()
     entry = PoisonList(lake, dataset).add(match, value, args.why, args.source, added_by=args.by,
-                                          first_seen=seen)
+                                          first_seen=seen, size=len(raw) if seen else None)
     print(f"listed {entry.id}: {entry.match} {entry.value} ({entry.source}: {entry.why})")
     if args.recall:
         from foodtaster.state.recall import recall

@@ -52,6 +52,7 @@ class Entry:
     added_by: str
     added_at: str  # UTC, ISO 8601
     first_seen: Seen | None = None
+    size: int | None = None  # a fingerprint's message length in bytes, when its bytes were at hand
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,9 +115,13 @@ class PoisonList:
         *,
         added_by: str | None = None,
         first_seen: Seen | None = None,
+        size: int | None = None,
     ) -> Entry:
         """Add an entry; an entry in force that matches the same returns as it is (no new event),
-        so a rerun that meets the same crash does not list the message twice."""
+        so a rerun that meets the same crash does not list the message twice.
+
+        `size` (a fingerprint's message length in bytes, when the bytes are at hand) lets a job
+        hash only the messages of that length instead of every message of every batch."""
         if match not in MATCHES:
             raise PoisonListError(f"match {match!r} must be one of {MATCHES}")
         if source not in SOURCES:
@@ -136,6 +141,7 @@ class PoisonList:
         entry = Entry(
             id=secrets.token_hex(5), match=match, value=value, why=why.strip(), source=source,
             added_by=added_by or _who(), added_at=datetime.now(UTC).isoformat(), first_seen=first_seen,
+            size=size if match == "fingerprint" else None,
         )
         self._write({"type": "added", "entry": entry.as_dict()})
         batch_logger(__name__, self.dataset, first_seen.batch_id if first_seen else "-").event(

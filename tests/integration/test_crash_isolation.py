@@ -96,10 +96,10 @@ def test_crashing_messages_are_isolated_listed_quarantined_and_not_isolated_agai
     valid = spark.read.parquet(run.lake.valid("orders", DATE, run.batch_id))
     assert valid.where(F.col("items") == 13).count() == 0
     # The poison list, the summary and the quarantine agree.
-    raw = {fingerprint(bytes(r._raw)) for r in spark.read.parquet(
+    raw = {(fingerprint(bytes(r._raw)), len(r._raw)) for r in spark.read.parquet(
         run.lake.quarantine("orders", DATE, run.batch_id)).where(
         F.exists("reasons", lambda r: r.rule == "crash.isolated")).collect()}
-    assert raw == {e.value for e in entries}
+    assert raw == {(e.value, e.size) for e in entries}
 
     second = run_batch(spark, run)  # the messages are listed: nothing crashes, nothing is isolated
     _accounted(second)

@@ -93,6 +93,8 @@ def test_poison_add_ls_rm_round_trip(lake):
     assert [(e.match, e.source) for e in entries] == [
         ("fingerprint", "operator"), ("key", "operator"), ("fingerprint", "downstream")]
     assert entries[0].first_seen.line_number == 4 and entries[1].added_by == "alice"
+    # a fingerprint taken from the bytes records their length, so a job hashes only that length
+    assert [e.size for e in entries] == [len(LINES[3]), None, len(LINES[0])]
 
     table = run(lake, "poison", "ls").stdout.splitlines()
     assert table[0].split()[:4] == ["id", "match", "value", "source"] and len(table) == 4

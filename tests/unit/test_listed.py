@@ -21,9 +21,9 @@ from foodtaster.state.poison import Entry
 ROWS = "_raw binary, message_id string, _line_number long"
 
 
-def entry(id_, match, value, why, source="operator"):
+def entry(id_, match, value, why, source="operator", size=None):
     return Entry(id=id_, match=match, value=value, why=why, source=source, added_by="t",
-                 added_at="2026-11-22T00:00:00+00:00")
+                 added_at="2026-11-22T00:00:00+00:00", size=size)
 
 
 def sha(raw: bytes) -> str:
@@ -55,6 +55,17 @@ def test_exact_messages_and_key_values_are_marked_with_their_entry(spark):
         1: (None, None), 2: (None, None), 3: ("e1", "crashes the parser"),
         4: ("e2", "order c is a test order"), 5: ("e2", "order c is a test order"),
     }
+
+
+def test_an_entry_of_known_size_is_looked_for_only_among_messages_of_that_size(spark):
+    raw = b"\xff\xfe not utf-8"
+    sized = poison_frame(spark, [entry("e1", "fingerprint", sha(raw), "crashes", size=len(raw))])
+    assert by_line(mark_listed(rows(spark), sized, "message_id"))[3] == ("e1", "crashes")
+    # the length gates the hash: an entry whose recorded length is not the message's never matches
+    other = poison_frame(spark, [entry("e1", "fingerprint", sha(raw), "crashes", size=len(raw) + 1)])
+    assert set(by_line(mark_listed(rows(spark), other, "message_id")).values()) == {(None, None)}
+    plan = mark_listed(rows(spark), sized, "message_id")._jdf.queryExecution().optimizedPlan().toString()
+    assert "octet_length" in plan and "sha2" in plan
 
 
 def test_an_exact_entry_wins_over_a_key_entry_and_duplicates_do_not_multiply_rows(spark):
