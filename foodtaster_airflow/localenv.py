@@ -198,9 +198,10 @@ def postgres_settings() -> dict[str, Any]:
             "user": os.environ.get("FOODTASTER_PGUSER", "postgres")}
 
 
-def postgres_database(name: str, *, fresh: bool = False) -> str:
-    """Create database `name` on the local PostgreSQL if missing (or anew, with `fresh`);
-    returns its SQLAlchemy URL. Raises psycopg2.OperationalError when unreachable."""
+def postgres_database(name: str, *, fresh: bool = False, template: str | None = None) -> str:
+    """Create database `name` on the local PostgreSQL if missing (or anew, with `fresh`), a
+    copy of database `template` if given; returns its SQLAlchemy URL. Raises
+    psycopg2.OperationalError when unreachable."""
     import psycopg2
 
     pg = postgres_settings()
@@ -212,7 +213,7 @@ def postgres_database(name: str, *, fresh: bool = False) -> str:
                 cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
             if cur.fetchone() is None:
-                cur.execute(f'CREATE DATABASE "{name}"')
+                cur.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
     finally:
         conn.close()
     return f"postgresql+psycopg2://{pg['user']}@{pg['host']}:{pg['port']}/{name}"

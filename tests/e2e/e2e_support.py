@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from foodtaster.sample import generate_batch
 from foodtaster.state.lake import Lake
-from foodtaster_airflow.localenv import LocalAirflow, postgres_database, postgres_settings
+from foodtaster_airflow.localenv import LocalAirflow, postgres_database
 
 DATASET = "orders"
 DAG_ID = "foodtaster_orders"
@@ -29,19 +29,10 @@ ALERTING = {"poison_rate": 0.05, "kinds": ["html_payload"]}
 HOLDING = {"poison_rate": 0.35, "kinds": ["truncated_json", "unknown_enum", "out_of_range"]}
 
 
-def metadata_database(prefix: str) -> str:
-    """A fresh PostgreSQL database for Airflow's metadata (skips locally, fails under CI,
-    when the machine's PostgreSQL cannot be reached)."""
-    import psycopg2
-    from conftest import need
-
-    name = f"{prefix}_{os.getpid()}"
-    try:
-        return postgres_database(name, fresh=True)
-    except psycopg2.OperationalError as err:
-        pg = postgres_settings()
-        need(False, f"PostgreSQL at {pg['host']}:{pg['port']} as {pg['user']} unreachable: {err}")
-        raise
+def metadata_database(prefix: str, template: str) -> str:
+    """A fresh PostgreSQL database for Airflow's metadata, migrated already: a copy of
+    `template` (the session's `airflow_postgres_template`)."""
+    return postgres_database(f"{prefix}_{os.getpid()}", fresh=True, template=template)
 
 
 def fill_inbox(lake: str, date: str, *, dataset: str = DATASET, seed: int = 7,
