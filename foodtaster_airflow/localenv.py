@@ -231,12 +231,6 @@ def drop_postgres_database(name: str) -> None:
         conn.close()
 
 
-def json_output(stdout: str) -> Any:
-    """The JSON document of a CLI's `-o json` output (warnings may print before it)."""
-    lines = [line for line in stdout.splitlines() if line.startswith(("[", "{"))]
-    return json.loads(lines[-1]) if lines else []
-
-
 def start_group(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
     """Start a server in a new session (its own process group), output to `log`."""
     sink = open(log, "ab")  # noqa: SIM115 - the child keeps it; closed with the process
