@@ -42,6 +42,35 @@ def airflow_db_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def airflow_postgres_template(tmp_path_factory):
+    """A PostgreSQL database `airflow db migrate` migrated once a session: the e2e modules'
+    metadata DBs are copies of it (CREATE DATABASE ... TEMPLATE), not a migration each.
+    Skips locally, fails under CI, when the machine's PostgreSQL cannot be reached."""
+    import psycopg2
+
+    from foodtaster_airflow.localenv import (
+        LocalAirflow,
+        drop_postgres_database,
+        postgres_database,
+        postgres_settings,
+    )
+
+    name = f"foodtaster_airflow_template_{os.getpid()}"
+    try:
+        url = postgres_database(name, fresh=True)
+    except psycopg2.OperationalError as err:
+        pg = postgres_settings()
+        need(False, f"PostgreSQL at {pg['host']}:{pg['port']} as {pg['user']} unreachable: {err}")
+        raise
+    try:
+        home = tmp_path_factory.mktemp("airflow-pg-template")
+        LocalAirflow(home=home, lake=str(home / "no-lake"), db_url=url).airflow("db", "migrate", timeout=600)
+        yield name
+    finally:
+        drop_postgres_database(name)
+
+
+@pytest.fixture(scope="session")
 def spark():
     from foodtaster.engine.spark import build_session
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import pyarrow.parquet as pq
 
 from foodtaster.sample import generate_batch
 from foodtaster.state.lake import Lake
-from foodtaster_airflow.localenv import VENV_BIN, LocalAirflow, postgres_database, postgres_settings
+from foodtaster_airflow.localenv import LocalAirflow, postgres_database
 
 DATASET = "orders"
 DAG_ID = "foodtaster_orders"
@@ -30,19 +29,10 @@ ALERTING = {"poison_rate": 0.05, "kinds": ["html_payload"]}
 HOLDING = {"poison_rate": 0.35, "kinds": ["truncated_json", "unknown_enum", "out_of_range"]}
 
 
-def metadata_database(prefix: str) -> str:
-    """A fresh PostgreSQL database for Airflow's metadata (skips locally, fails under CI,
-    when the machine's PostgreSQL cannot be reached)."""
-    import psycopg2
-    from conftest import need
-
-    name = f"{prefix}_{os.getpid()}"
-    try:
-        return postgres_database(name, fresh=True)
-    except psycopg2.OperationalError as err:
-        pg = postgres_settings()
-        need(False, f"PostgreSQL at {pg['host']}:{pg['port']} as {pg['user']} unreachable: {err}")
-        raise
+def metadata_database(prefix: str, template: str) -> str:
+    """A fresh PostgreSQL database for Airflow's metadata, migrated already: a copy of
+    `template` (the session's `airflow_postgres_template`)."""
+    return postgres_database(f"{prefix}_{os.getpid()}", fresh=True, template=template)
 
 
 def fill_inbox(lake: str, date: str, *, dataset: str = DATASET, seed: int = 7,
@@ -69,20 +59,11 @@ def partitions(lake: str, zone: str, dataset: str = DATASET) -> list[str]:
 
 
 def asset_events(af: LocalAirflow, uri: str) -> list[dict[str, Any]]:
-    """The Asset events of `uri` in the metadata DB (read in a process with its settings)."""
-    script = (
-        "import json, sys\n"
-        "from sqlalchemy import select\n"
-        "from airflow.models.asset import AssetEvent, AssetModel\n"
-        "from airflow.utils.session import create_session\n"
-        "with create_session() as s:\n"
-        "    rows = s.execute(select(AssetEvent).join(AssetModel, AssetModel.id =="
-        " AssetEvent.asset_id).where(AssetModel.uri == sys.argv[1])"
-        ".order_by(AssetEvent.id)).scalars().all()\n"
-        "    print(json.dumps([{'extra': r.extra, 'dag_id': r.source_dag_id,"
-        " 'run_id': r.source_run_id, 'task_id': r.source_task_id} for r in rows]))\n"
-    )
-    done = subprocess.run([str(VENV_BIN / "python"), "-c", script, uri], env=af.env(),
-                          capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
+    """The Asset events of `uri` in the metadata DB, oldest first."""
+    rows = af.query(
+        "SELECT e.extra, e.source_dag_id AS dag_id, e.source_run_id AS run_id,"
+        " e.source_task_id AS task_id FROM asset_event e JOIN asset a ON a.id = e.asset_id"
+        " WHERE a.uri = :uri ORDER BY e.id", uri=uri)
+    # a JSON column: text in SQLite, already a dict from PostgreSQL
+    return [{**row, "extra": json.loads(row["extra"]) if isinstance(row["extra"], str) else row["extra"]}
+            for row in rows]

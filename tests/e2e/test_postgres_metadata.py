@@ -1,5 +1,6 @@
 """The same DAG run with Airflow's metadata database on PostgreSQL (127.0.0.1:5432, user
-postgres), as production runs it. The test creates its own database and drops it after."""
+postgres), as production runs it. The test creates its own database (a copy of the session's
+migrated one) and drops it after."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def database():
-    url = metadata_database("foodtaster_airflow_e2e_pg")
+def database(airflow_postgres_template):
+    url = metadata_database("foodtaster_airflow_e2e_pg", airflow_postgres_template)
     yield url
     drop_postgres_database(url.rsplit("/", 1)[1])
 
@@ -33,8 +34,7 @@ def test_the_dag_runs_with_its_metadata_on_postgres(tmp_path_factory, database):
     import psycopg2
 
     lake = str(tmp_path_factory.mktemp("lake"))
-    af = LocalAirflow(home=tmp_path_factory.mktemp("airflow"), lake=lake, db_url=database)
-    af.migrate()
+    af = LocalAirflow(home=tmp_path_factory.mktemp("airflow"), lake=lake, db_url=database)  # migrated
     date, batch_id = "2026-11-24", "20261124"
     expected = fill_inbox(lake, date, seed=24, **ALERTING).counts()
     log = tmp_path_factory.mktemp("logs") / "run.log"

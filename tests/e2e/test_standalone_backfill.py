@@ -85,12 +85,12 @@ def lake(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
-def standalone(tmp_path_factory, lake):
+def standalone(tmp_path_factory, lake, airflow_postgres_template):
     """One `airflow standalone` for the module, stopped by process group whatever happens.
 
-    Its metadata DB is PostgreSQL: Airflow refuses backfills on SQLite under concurrent
-    access (the scheduler holds it)."""
-    database = metadata_database("foodtaster_airflow_e2e_standalone")
+    Its metadata DB is PostgreSQL, a copy of the session's migrated one: Airflow refuses
+    backfills on SQLite under concurrent access (the scheduler holds it)."""
+    database = metadata_database("foodtaster_airflow_e2e_standalone", airflow_postgres_template)
     home = tmp_path_factory.mktemp("airflow")
     registry = home / "pipeline.yaml"
     registry.write_text(REGISTRY)
@@ -105,7 +105,6 @@ def standalone(tmp_path_factory, lake):
     log = home / "standalone.log"
     process = None
     try:
-        af.migrate()
         process = af.start_standalone(log)
         wait_for_http(f"{af.base_url}/api/v2/version", timeout=240, process=process, log=log)
         api = AirflowApi(af.base_url, "admin", "e2e-secret")
