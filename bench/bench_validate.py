@@ -762,7 +762,7 @@ def summarise(args: argparse.Namespace, n: int, info: dict[str, Any], results: d
               f"{result['load_before']} -> {result['load_after']}")
     if args.repeat > 1:
         print(f"  each variant's fastest of {args.repeat} runs; all runs (s, as measured): "
-              + "; ".join(f"{name} {r['runs']}" for name, r in results.items()))
+              + "; ".join(f"{name} {r.get('runs', [round(r['seconds'], 2)])}" for name, r in results.items()))
     naive = results.get("naive")
     if naive and naive.get("extrapolated_from"):
         print(f"  naive ran on {naive['extrapolated_from']:,} messages in {naive['measured_seconds']:.1f}s; "
