@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure()
     config = get_dataset(args.dataset)
-    from foodtaster.engine.references import read_references
+    from foodtaster.contract_references import read_references
 
     if not config.group_by and not any(ref.retry for ref in read_references(config.load_contract())):
         print(json.dumps({"dataset": config.name, "nothing_to_retry": True}))

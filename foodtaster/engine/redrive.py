@@ -40,6 +40,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from foodtaster import contract_references
 from foodtaster.engine import listed, references, rules
 from foodtaster.engine.job import (
     DUPLICATE,
@@ -165,7 +166,7 @@ def as_lines(rows: DataFrame) -> DataFrame:
 
 def rejudge(rows: DataFrame, contract: rules.Contract, poison: DataFrame | None,
             max_message_bytes: int,
-            keyed: Sequence[tuple[references.Reference, DataFrame | None]] = ()) -> DataFrame:
+            keyed: Sequence[tuple[contract_references.Reference, DataFrame | None]] = ()) -> DataFrame:
     """Rows of `select_quarantined` -> judged today: `_outcome` (valid, quarantined,
     duplicate within the rows judged) and `reasons` (today's; empty for a valid row).
     `keyed`: the contract's references with today's published keys (as the job joins them),
@@ -260,7 +261,7 @@ def run_redrive(spark: SparkSession, run: RedriveRun) -> dict[str, Any]:
             return _finish(run, report, started)
         key = unique_key(contract)
         keyed = [(ref, references.reference_keys(spark, lake, ref))
-                 for ref in references.read_references(config.load_contract())]
+                 for ref in contract_references.read_references(config.load_contract())]
         judged = rejudge(candidates, contract, poison, config.max_message_bytes, keyed)
         if key:
             judged = mark_published(judged, published_keys(spark, lake, dataset, key, run.partition_id), key)

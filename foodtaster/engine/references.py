@@ -15,12 +15,7 @@ import fsspec
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-# What the contract declares is read without Spark; the engine's modules find it here too.
-from foodtaster.contract_references import Reference as Reference
-from foodtaster.contract_references import ReferenceError as ReferenceError
-from foodtaster.contract_references import RetryPolicy as RetryPolicy
-from foodtaster.contract_references import read_references as read_references
-from foodtaster.contract_references import retryable as retryable
+from foodtaster.contract_references import Reference
 from foodtaster.engine.reasons import Check, check
 from foodtaster.state.lake import Lake, exists
 

@@ -26,6 +26,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from foodtaster import contract_references
 from foodtaster.engine import groups, references
 from foodtaster.logs import batch_logger
 from foodtaster.registry import DatasetConfig
@@ -44,13 +45,13 @@ def lineage_key() -> Column:
                        F.coalesce(F.col("_line_number").cast("string"), F.lit("")))
 
 
-def only_retryable(policies: dict[str, references.RetryPolicy]) -> Column:
+def only_retryable(policies: dict[str, contract_references.RetryPolicy]) -> Column:
     """True for a row whose every reason is a retryable rule (and that has one)."""
     rules = list(policies)
     return (F.size("reasons") > 0) & F.forall("reasons", lambda r: r["rule"].isin(*rules))
 
 
-def due(rows: DataFrame, policies: dict[str, references.RetryPolicy], attempts: DataFrame,
+def due(rows: DataFrame, policies: dict[str, contract_references.RetryPolicy], attempts: DataFrame,
         now: datetime) -> DataFrame:
     """Add `_attempts`, `_max_attempts`, `_next_wait_s` (the wait after one more attempt) and
     keep the retryable rows (`_key` lineage) due at `now`.
@@ -105,8 +106,8 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
     redrive_id = f"redrive-{run_id[:50]}"  # the retried rows' partition; held rows' get "-g"
     log = batch_logger(__name__, config.name, redrive_id)
     started = time.perf_counter()
-    refs = references.read_references(config.load_contract())
-    policies = references.retryable(refs)
+    refs = contract_references.read_references(config.load_contract())
+    policies = contract_references.retryable(refs)
     summary: dict[str, Any] = {
         "dataset": config.name, "run_id": run_id, "redrive_id": redrive_id, "at": now.isoformat(),
         "due": 0, "published": 0, "attempted": 0, "exhausted": 0, "released_poison": 0,

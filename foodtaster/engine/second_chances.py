@@ -16,6 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from foodtaster import contract_references
 from foodtaster.engine import groups, references
 from foodtaster.engine.reasons import Check
 from foodtaster.logs import BatchLogger
@@ -31,15 +32,15 @@ LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
 @dataclass
 class Extras:
     config: DatasetConfig
-    keyed: list[tuple[references.Reference, DataFrame | None]]
+    keyed: list[tuple[contract_references.Reference, DataFrame | None]]
     opened: list[Poison]  # the open groups' poison messages, as read at start
     unchecked: list[str] = field(default_factory=list)  # references not checked (nothing published)
     poison: list[Poison] = field(default_factory=list)
     retrying: list[tuple[str, str]] = field(default_factory=list)  # (lineage key, next attempt), for the log
 
     @property
-    def retryable(self) -> dict[str, references.RetryPolicy]:
-        return references.retryable([ref for ref, _ in self.keyed])
+    def retryable(self) -> dict[str, contract_references.RetryPolicy]:
+        return contract_references.retryable([ref for ref, _ in self.keyed])
 
     def mark(self, rows: DataFrame) -> DataFrame:
         """The reference checks, in the pass: one broadcast join a reference."""
@@ -115,7 +116,7 @@ class Extras:
 def prepare(spark: SparkSession, lake: Lake, config: DatasetConfig, log: BatchLogger) -> Extras:
     """Read the state the pass joins, once: referenced keys and open groups."""
     keyed, unchecked = [], []
-    for ref in references.read_references(config.load_contract()):
+    for ref in contract_references.read_references(config.load_contract()):
         keys = references.reference_keys(spark, lake, ref)
         if keys is None:
             unchecked.append(ref.rule)

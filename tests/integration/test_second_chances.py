@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pyspark.sql import functions as F
 
-from foodtaster import sample
-from foodtaster.engine import groups, references
+from foodtaster import contract_references, sample
+from foodtaster.engine import groups
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.engine.retry import EXHAUSTED_RULE, run_retries
 from foodtaster.registry import get_dataset
@@ -43,7 +43,7 @@ def _retries(spark, lake, now, run_id):
     """One retry pass, after asking the lake (pyarrow, foodtaster.state.retry_due) whether it
     has anything to do, as the DAG's retry task does: the answer must be yes exactly when the
     pass then moves a row or releases a group, since a no means no Spark start at all."""
-    policies = references.retryable(references.read_references(ORDERS.load_contract()))
+    policies = contract_references.retryable(contract_references.read_references(ORDERS.load_contract()))
     why = retry_work(lake, "orders", policies, ORDERS.group_by, now)
     done = run_retries(spark, ORDERS, lake, now=now, run_id=run_id)
     moved = sum(done[k] for k in ("published", "attempted", "exhausted", "held_published", "released_poison"))

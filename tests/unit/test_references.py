@@ -9,16 +9,14 @@ import pytest
 from pandera.typing import Series
 
 from contracts.orders import Orders
-from foodtaster.engine.references import (
+from foodtaster.contract_references import (
     Reference,
     ReferenceError,
     RetryPolicy,
-    mark_references,
     read_references,
-    reference_checks,
-    reference_keys,
     retryable,
 )
+from foodtaster.engine.references import mark_references, reference_checks, reference_keys
 from foodtaster.engine.retry import due, only_retryable
 from foodtaster.state.lake import Lake
 
