@@ -33,7 +33,7 @@ from foodtaster.registry import DatasetConfig
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists, new_run_id, write_json
 from foodtaster.state.retries import retry_state
-from foodtaster.state.second_chances import record_status, resolved_lineages
+from foodtaster.state.second_chances import record_status
 
 EXHAUSTED_RULE = "retry.exhausted"
 LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
@@ -179,7 +179,7 @@ def _release_groups(spark: SparkSession, lake: Lake, config: DatasetConfig, pend
     """Release groups whose poison was published later (by this pass too) or purged; publish
     their held rows in order."""
     log = GroupLog(lake, config.name)
-    resolved = resolved_lineages(lake, config.name)
+    resolved = retry_state(lake, config.name).resolved  # read again: this pass published some
     released = log.release(resolved, "poison message published later or purged", f"retry {run_id}")
     still_open = list(log.open_groups())
     held = pending.where(F.array_contains(F.col("reasons.rule"), groups.RULE))

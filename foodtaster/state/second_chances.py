@@ -3,13 +3,10 @@
 The dispositions log (`foodtaster.state.dispositions`) keeps
 each quarantined row's status (quarantined, retrying, redriven, duplicate, exhausted,
 listed, purged), keyed by its lineage, with its history. The retry pass and the groups
-read and write it only through these functions:
-
-- `record_status`: rows became `retrying` (with attempts and the next attempt's time),
-  `redriven` (with where), `exhausted`;
-- `resolved_lineages`: rows redriven, found duplicate or purged, by anyone (a redrive, an
-  operator): the retry pass leaves them alone, and a poison message among them releases
-  its group.
+write it only through `record_status` (rows became `retrying`, with attempts and the next
+attempt's time, `redriven` with where, `exhausted`) and read it through one fold,
+`foodtaster.state.retries.retry_state` (its `resolved`: rows redriven, found duplicate or
+purged by anyone, which the retry pass leaves alone and which release a poison's group).
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from foodtaster.state.dispositions import SETTLED, Dispositions
+from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.lake import Lake
 
 
@@ -30,12 +27,6 @@ def _lineage(key: str) -> tuple[str, str, int]:
     batch_id, rest = key.split("|", 1)
     source_file, _, line = rest.rpartition("|")
     return batch_id, source_file, int(line) if line else 0
-
-
-def resolved_lineages(lake: Lake, dataset: str) -> set[str]:
-    """Lineage keys of rows the dispositions log says were redriven, duplicates or purged."""
-    state = Dispositions(lake, dataset).state()
-    return {lineage_key(*row) for row, status in state if status.status in SETTLED}
 
 
 def record_status(lake: Lake, dataset: str, status: str, lineages: Iterable[str], *, by: str,
