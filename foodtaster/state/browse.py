@@ -18,12 +18,13 @@ import itertools
 import os
 import urllib.parse
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import fsspec
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -109,6 +110,16 @@ def read_table(part: Partition, columns: list[str] | None = None) -> pa.Table:
     return pa.concat_tables(tables, promote_options="default")
 
 
+def with_reason(reasons: pa.Array | pa.ChunkedArray, matched: Callable[[pa.Array], pa.Array]) -> pa.Array:
+    """Per row of a `reasons` column, whether one of its reasons' rules is `matched`
+    (`matched` maps the array of every row's rules to booleans; a null never matches)."""
+    if isinstance(reasons, pa.ChunkedArray):
+        reasons = reasons.combine_chunks()
+    rules = pc.struct_field(pc.list_flatten(reasons), "rule")
+    rows = pc.unique(pc.list_parent_indices(reasons).filter(pc.fill_null(matched(rules), False)))
+    return pc.is_in(pa.array(range(len(reasons)), pa.int64()), value_set=pc.cast(rows, pa.int64()))
+
+
 def quarantine_batches(lake: Lake, dataset: str) -> list[dict[str, Any]]:
     """One row a quarantine partition: date, batch, how many rows, how many listed, top reason."""
     rows = []
@@ -139,9 +150,9 @@ def quarantined_rows(
             "`foodtaster quarantine ls` lists the batches that have one"
         )
     table = read_table(part, ["_raw", "reasons", *LINEAGE])
-    rows = sorted(table.to_pylist(), key=lambda r: (r["_source_file"] or "", r["_line_number"] or 0))
     if rule is not None:
-        rows = [r for r in rows if any(reason["rule"] == rule for reason in r["reasons"] or ())]
+        table = table.filter(with_reason(table.column("reasons"), lambda rules: pc.equal(rules, rule)))
+    rows = sorted(table.to_pylist(), key=lambda r: (r["_source_file"] or "", r["_line_number"] or 0))
     return rows[:limit] if limit is not None else rows
 
 

@@ -120,7 +120,7 @@ def held_counts(lake: Lake, dataset: str, group_by: str) -> Counter[str]:
     """Group value -> its messages held in quarantine now (reason `group.poisoned`, not yet
     published later, duplicate or purged), from the quarantine partitions and the
     dispositions log, counted with pyarrow: only the distinct groups become Python values."""
-    from foodtaster.state.browse import partitions, read_table
+    from foodtaster.state.browse import partitions, read_table, with_reason
     from foodtaster.state.dispositions import SETTLED, Dispositions
 
     lineage = ["_batch_id", "_source_file", "_line_number"]
@@ -131,10 +131,7 @@ def held_counts(lake: Lake, dataset: str, group_by: str) -> Counter[str]:
         table = read_table(part, [group_by, "reasons", *lineage])
         if not table.num_rows or group_by not in table.column_names:
             continue
-        reasons = table.column("reasons").combine_chunks()
-        rules = pc.struct_field(pc.list_flatten(reasons), "rule")
-        held_rows = pc.list_parent_indices(reasons).filter(pc.fill_null(pc.equal(rules, RULE), False))
-        rows = table.take(pc.unique(held_rows))
+        rows = table.filter(with_reason(table.column("reasons"), lambda rules: pc.equal(rules, RULE)))
         rows = rows.filter(pc.is_valid(rows.column(group_by)))
         # keyed as the dispositions log keys a row (a row with no line number is line 0)
         keys = pa.table({"_batch_id": pc.cast(rows.column("_batch_id"), pa.string()),

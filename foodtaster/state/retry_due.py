@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from foodtaster.state.browse import with_reason
 from foodtaster.state.groups import RULE as HELD_RULE
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists
@@ -56,23 +57,18 @@ def quarantined_rows(root: str, columns: Iterable[str], rules: Collection[str],
     table = data.to_table(columns=list(dict.fromkeys([*wanted, "reasons"])))
     if not table.num_rows:
         return []
-    reasons = table.column("reasons").combine_chunks()
-    flat = pc.struct_field(pc.list_flatten(reasons), "rule")
-    parents = pc.list_parent_indices(reasons)
-    index = pa.array(range(table.num_rows), pa.int64())
-
-    def with_rule(matched: pa.Array) -> pa.Array:
-        """Per row: whether one of its reasons' rules matched (a null rule never does)."""
-        rows = pc.unique(parents.filter(pc.fill_null(matched, False)))
-        return pc.is_in(index, value_set=pc.cast(rows, pa.int64()))
-
+    reasons = table.column("reasons")
     keep = []
     if rules:
-        other = pc.invert(pc.fill_null(pc.is_in(flat, value_set=pa.array(list(rules), flat.type)), False))
+        retryable = pa.array(list(rules), pa.string())
+
+        def other(found: pa.Array) -> pa.Array:  # a rule not among `rules` (a null rule is one)
+            return pc.invert(pc.fill_null(pc.is_in(found, value_set=retryable.cast(found.type)), False))
+
         some = pc.fill_null(pc.greater(pc.list_value_length(reasons), 0), False)
-        keep.append(pc.and_(some, pc.invert(with_rule(other))))
+        keep.append(pc.and_(some, pc.invert(with_reason(reasons, other))))
     if held_rule is not None:
-        keep.append(with_rule(pc.equal(flat, held_rule)))
+        keep.append(with_reason(reasons, lambda found: pc.equal(found, held_rule)))
     return table.filter(functools.reduce(pc.or_, keep)).select(wanted).to_pylist() if keep else []
 
 
