@@ -292,6 +292,25 @@ class HeapSampler(threading.Thread):
         self.join()
 
 
+class LiveHeapSampler(HeapSampler):
+    """The driver JVM's live heap: a full collection (`System.gc()`) every `interval` seconds,
+    then the heap in use. The old generation after a collection counts what G1 promoted and
+    has not yet marked dead, so it grows with the data that passed through, not only with what
+    is kept; this counts only what is reachable. The pauses slow the job: untimed runs only."""
+
+    def __init__(self, spark: Any, interval: float = 5.0) -> None:
+        super().__init__(spark, interval)
+        jvm = spark.sparkContext._jvm
+        self.system = jvm.java.lang.System
+        self.memory = jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            with contextlib.suppress(Exception):
+                self.system.gc()
+                self.peak = max(self.peak, self.memory.getHeapMemoryUsage().getUsed())
+
+
 def run_full_heap(spark: Any, input_path: str, out: Path, *, messages: int) -> dict[str, Any]:
     """full-no-gx, with the driver's heap sampled (for the linear-scaling comparison)."""
     with HeapSampler(spark) as heap:
@@ -712,6 +731,7 @@ def _bench(args: argparse.Namespace, workdir: Path, sampler: ProcessSampler) -> 
             result.update(measured_seconds=result["seconds"], measured_cpu_seconds=result["cpu_seconds"],
                           extrapolated_from=naive_n, seconds=result["seconds"] * n / naive_n,
                           cpu_seconds=result["cpu_seconds"] * n / naive_n)
+    live_heap: dict[int, int] = {}
     if args.linear_messages:
         big = generate(workdir / "linear-input", args.linear_messages, args.seed, args.poison_rate)
         with HeapSampler(spark) as heap:
@@ -721,12 +741,19 @@ def _bench(args: argparse.Namespace, workdir: Path, sampler: ProcessSampler) -> 
         result["driver_old_gen_after_gc"] = heap.peak
         results["full-no-gx-linear"] = result
         print(f"linear input: {args.linear_messages:,} messages, {big['bytes'] / 2**20:,.0f} MiB", flush=True)
+        for size, path in ((n, input_path), (args.linear_messages, str(workdir / "linear-input"))):
+            sampler.switch(f"live-heap {size:,}")
+            with LiveHeapSampler(spark) as live:
+                run_full(spark, path, out / f"lake-live-heap-{size}", gate=False, messages=size)
+            live_heap[size] = live.peak
+            print(f"live heap, full-no-gx on {size:,} messages (untimed, a full GC every "
+                  f"{live.interval:g}s): peak {mib(live.peak)}", flush=True)
     sampler.switch("end")
     spark.stop()
     if args.fresh_processes:
         results.update(fresh_runs(args, workdir, sampler))
 
-    report = summarise(args, n, info, results, sampler)
+    report = summarise(args, n, info, results, sampler, live_heap)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2, default=str) + "\n")
         print(f"numbers written to {args.json}")
@@ -734,7 +761,7 @@ def _bench(args: argparse.Namespace, workdir: Path, sampler: ProcessSampler) -> 
 
 
 def summarise(args: argparse.Namespace, n: int, info: dict[str, Any], results: dict[str, dict[str, Any]],
-              sampler: ProcessSampler) -> dict[str, Any]:
+              sampler: ProcessSampler, live_heap: dict[int, int]) -> dict[str, Any]:
     rows = ratio_table(results, n)
     verdicts = check_targets(results)
     print()
@@ -797,6 +824,9 @@ def summarise(args: argparse.Namespace, n: int, info: dict[str, Any], results: d
               f"{linear['seconds'] / expected:.2f}x (target within 1.15x); driver old generation after GC "
               f"{mib(base.get('driver_old_gen_after_gc', 0))} at {n:,}, "
               f"{mib(linear['driver_old_gen_after_gc'])} at {args.linear_messages:,}")
+    if live_heap:
+        print("driver live heap (peak after a full GC every 5s, untimed runs): "
+              + ", ".join(f"{mib(peak)} at {size:,}" for size, peak in live_heap.items()))
     if naive:
         print(f"naive outcomes: {naive['counts']} (uniqueness only within a pandas batch; a redelivery "
               "is quarantined, not dropped)")
@@ -816,7 +846,7 @@ def summarise(args: argparse.Namespace, n: int, info: dict[str, Any], results: d
         "expected": info["outcomes"], "master": args.master, "driver_memory": args.driver_memory,
         "nproc": len(os.sched_getaffinity(0)), "load_average_end": load(), "variants": results,
         "table": rows, "targets": verdicts, "lower_bounds": bounds, "peak_rss": sampler.peaks,
-        "cpu_seconds": sampler.cpu,
+        "cpu_seconds": sampler.cpu, "live_heap": live_heap,
     }
 
 

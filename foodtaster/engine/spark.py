@@ -13,7 +13,16 @@ from pyspark.sql import SparkSession
 # The validation pass compiles to one large generated method a stage; HotSpot leaves methods
 # over 8000 bytes of bytecode to the interpreter unless told otherwise (measured: 1.7x slower).
 JVM_OPTIONS = "-XX:-DontCompileHugeMethods"
-JVM_CONF = {"spark.driver.extraJavaOptions": JVM_OPTIONS, "spark.executor.extraJavaOptions": JVM_OPTIONS}
+# A broadcast join's hash table on a string key takes at least one memory page, and Spark's
+# default page (64 MiB with a 6 GiB driver on two cores) made each small table the job
+# broadcasts (split offsets, repeated keys, held groups) hold 64 MiB of heap until released:
+# 391 of the driver's live 500 MiB at 2M, in local mode (bench/README.md). A page of 4 MiB
+# still holds any row; larger buffers take more pages.
+PAGE_SIZE = "4m"
+JVM_CONF = {
+    "spark.driver.extraJavaOptions": JVM_OPTIONS, "spark.executor.extraJavaOptions": JVM_OPTIONS,
+    "spark.buffer.pageSize": PAGE_SIZE,
+}
 # The strict line parser (jvm/), built by `make jar`; a deployment may keep it elsewhere.
 DEFAULT_JAR = Path(__file__).resolve().parents[2] / "build" / "foodtaster-jvm.jar"
 

@@ -246,3 +246,21 @@ def test_the_jvm_compiles_the_large_validation_method(spark):
 
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     assert JVM_OPTIONS in list(runtime.getInputArguments())
+
+
+def test_a_small_broadcast_table_takes_a_small_page_of_the_heap(spark):
+    """Each small table the job broadcasts on a string key (split offsets, repeated keys, held
+    groups) holds one memory page of the driver's heap in local mode; build_session sets the
+    page small (Spark's default was 64 MiB here)."""
+    from pyspark.sql import functions as F
+
+    from foodtaster.engine.spark import PAGE_SIZE
+
+    memory = spark.sparkContext._jsc.sc().env().memoryManager()
+    assert memory.pageSizeBytes() == int(PAGE_SIZE.rstrip("m")) * 2**20
+    rows = spark.range(1000).select(F.col("id").cast("string").alias("key"))
+    small = spark.createDataFrame([(str(i), 1) for i in range(10)], "key string, hit int")
+    before = memory.storageMemoryUsed()
+    joined = rows.join(F.broadcast(small), "key", "left").agg(F.sum("hit")).first()[0]
+    assert joined == 10
+    assert memory.storageMemoryUsed() - before <= 2 * memory.pageSizeBytes()
