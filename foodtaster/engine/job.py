@@ -431,7 +431,7 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         _check_accounting(messages, valid_count, quarantined, duplicates_dropped, config.name,
                           run.batch_id)
         reason_counts, samples = _reasons_and_samples(written_quarantine)
-        chances = extras.count(written_quarantine, run.batch_id)
+        chances = extras.count(written_quarantine, run.batch_id, reason_counts)
         timings["metrics_s"] = time.perf_counter() - mark
         report = lake.report(config.name, run.batch_id)
 

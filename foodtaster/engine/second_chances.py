@@ -63,24 +63,23 @@ class Extras:
             found.append(groups.group_check(self.config.group_by))
         return found
 
-    def count(self, quarantine: DataFrame, batch_id: str) -> dict[str, Any]:
-        """From the written quarantine: how many rows are retrying, how many held for their
-        group; and the batch's poison messages, kept for `record`."""
-        counts: dict[str, Any] = {"retrying": 0, "held_for_group": 0}
+    def count(self, quarantine: DataFrame, batch_id: str, rows_by_rule: dict[str, int]) -> dict[str, Any]:
+        """From the written quarantine and how many of its rows each rule caught: how many rows
+        are retrying, how many held for their group; and the batch's poison messages and
+        retrying rows, kept for `record`."""
+        counts: dict[str, Any] = {"retrying": 0, "held_for_group": rows_by_rule.get(groups.RULE, 0)}
         rules = list(self.retryable)
         if rules:
             only_retryable = F.forall("reasons", lambda r: r["rule"].isin(*rules))
             retrying = quarantine.where(F.size("reasons") > 0).where(only_retryable)
-            counts["retrying"] = retrying.count()
             first = self.retryable[rules[0]].wait_s(0)  # their status, with the first attempt's time
             self.retrying = [
                 (lineage_key(r["_batch_id"], r["_source_file"], r["_line_number"]),
                  (r["_ingested_at"].astimezone(UTC) + timedelta(seconds=first)).isoformat())
                 for r in retrying.select(*LINEAGE).collect()
             ]
+            counts["retrying"] = len(self.retrying)
         if self.config.group_by:
-            counts["held_for_group"] = quarantine.where(
-                F.array_contains(F.col("reasons.rule"), groups.RULE)).count()
             self.poison = [
                 Poison(lineage_key(r["_batch_id"], r["_source_file"], r["_line_number"]), r["group"],
                        r["order"], r["message_id"], batch_id)

@@ -39,7 +39,7 @@ class Policy(Protocol):
     def wait_s(self, attempts: int) -> float: ...
 
 
-def quarantined_rows(root: str, columns: Iterable[str], rules: Collection[str],
+def retry_candidates(root: str, columns: Iterable[str], rules: Collection[str],
                      held_rule: str | None) -> list[dict[str, Any]]:
     """The quarantine zone's rows (only `columns`) that could make the pass work, as dicts:
     those whose every reason's rule is among `rules` (and that have one), and those with
@@ -84,7 +84,7 @@ def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_b
     settled = state.done()
     columns = [*LINEAGE, "_ingested_at", "reasons", *([group_by] if group_by else [])]
     # pyarrow keeps the rows whose rules could matter; the rules below decide, row by row
-    candidates = quarantined_rows(root, columns, policies, HELD_RULE if group_by else None)
+    candidates = retry_candidates(root, columns, policies, HELD_RULE if group_by else None)
     pending = [row for row in candidates
                if lineage_key(*(row.get(c) for c in LINEAGE)) not in settled]
 

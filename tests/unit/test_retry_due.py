@@ -17,7 +17,7 @@ from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import RULE as HELD
 from foodtaster.state.groups import GroupLog, Poison
 from foodtaster.state.lake import Lake
-from foodtaster.state.retry_due import quarantined_rows, retry_work
+from foodtaster.state.retry_due import retry_candidates, retry_work
 
 BATCH, DAY, SOURCE = "20261120", "2026-11-20", "file:/inbox/orders-1.jsonl"
 REF = "customer_id.references(customers.customer_id)"
@@ -54,11 +54,11 @@ def lake(tmp_path) -> Lake:
 
 
 def test_only_rows_with_rules_the_pass_acts_on_are_read_into_python(lake):
-    rows = quarantined_rows(lake.zone("quarantine", "orders"), ["_line_number", "reasons"], {REF}, HELD)
+    rows = retry_candidates(lake.zone("quarantine", "orders"), ["_line_number", "reasons"], {REF}, HELD)
     assert [row["_line_number"] for row in rows] == [3, 4]
-    assert [row["_line_number"] for row in quarantined_rows(lake.zone("quarantine", "orders"),
+    assert [row["_line_number"] for row in retry_candidates(lake.zone("quarantine", "orders"),
                                                            ["_line_number"], {REF}, None)] == [3]
-    assert quarantined_rows(lake.zone("quarantine", "orders"), ["_line_number"], {"x.y"}, None) == []
+    assert retry_candidates(lake.zone("quarantine", "orders"), ["_line_number"], {"x.y"}, None) == []
 
 
 def test_a_row_failing_only_retryable_rules_is_due_its_first_wait_after_landing(lake):
