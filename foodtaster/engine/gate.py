@@ -10,11 +10,13 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import html
+import importlib
 import json
 import os
 import re
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +117,27 @@ def _register_expectations() -> None:
         Union=Union, SuiteParameterDict=SuiteParameterDict
     )
     assert ExpectColumnQuantileValuesToBeBetweenWithinError.expectation_type == QUANTILE_WITHIN_ERROR
+
+
+def import_ahead() -> threading.Thread:
+    """Import Great Expectations on a thread while Spark runs the batch: about as long as the
+    gate's own work in a fresh process, and the driver's Python mostly waits on the JVM by
+    then. `run_gate`'s imports find the modules loaded, or wait for them (Python's import lock)."""
+    def load() -> None:
+        os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+        for module in _GX_MODULES:
+            importlib.import_module(module)
+
+    thread = threading.Thread(target=load, name="import-great-expectations", daemon=True)
+    thread.start()
+    return thread
+
+
+_GX_MODULES = (
+    "great_expectations",
+    "great_expectations.core.run_identifier",
+    "great_expectations.expectations.expectation_configuration",
+)
 
 
 def run_gate(

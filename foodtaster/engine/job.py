@@ -353,6 +353,10 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
     config, lake = run.config, run.lake
     log = batch_logger(__name__, config.name, run.batch_id)
     started = time.perf_counter()
+    if run.gate:
+        from foodtaster.engine.gate import import_ahead
+
+        import_ahead()
     timings: dict[str, float] = {}
     contract = rules.read_contract(config.load_contract())
     entries = PoisonList(lake, config.name).entries()  # read once; small, so broadcast

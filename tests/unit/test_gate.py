@@ -25,3 +25,21 @@ def test_pair_and_list_expectations_name_their_columns_once():
         {"type": "expect_table_row_count_to_be_between", "kwargs": {"min_value": 1}},
     ]}
     assert suite_columns(suite) == ["x", "y", "z"]
+
+
+def test_great_expectations_is_imported_ahead_on_a_thread_in_a_fresh_process():
+    """The job starts the gate's imports while Spark works (gate.import_ahead): in a fresh
+    process they are not loaded before, and are after the thread ends."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from foodtaster.engine.gate import _GX_MODULES, import_ahead\n"
+        "assert not any(m in sys.modules for m in _GX_MODULES), 'loaded before'\n"
+        "thread = import_ahead()\n"
+        "thread.join(120)\n"
+        "assert not thread.is_alive() and all(m in sys.modules for m in _GX_MODULES)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
