@@ -257,6 +257,17 @@ def test_the_run_note_is_set_on_the_run_through_the_rest_api_and_never_fails_the
                               api=AirflowApi(server.url, "admin", "admin", timeout=5))
 
 
+def test_a_run_note_without_an_api_fails_at_sign_in_before_importing_the_client(monkeypatch):
+    """`airflow dags test` has no api-server: the note gives up without paying for the import."""
+    import requests
+
+    with FakeAirflowApi() as server:
+        url = server.url
+    monkeypatch.setitem(sys.modules, "airflow_client.client", None)  # importing it would raise
+    with pytest.raises(requests.ConnectionError):
+        AirflowApi(url, "admin", "admin", timeout=5).set_note("foodtaster_orders", "r", "x")
+
+
 @pytest.mark.parametrize(("streak", "after", "pause"), [
     (0, 5, False), (4, 5, False), (5, 5, True), (6, 5, False), (10, 5, True), (2, 2, True),
 ])
