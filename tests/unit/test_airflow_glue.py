@@ -317,6 +317,18 @@ def test_spark_conf_pairs_are_parsed():
         parse_conf("spark.a")
 
 
+def test_a_local_envs_jvms_keep_the_engines_options_and_compile_with_c1_only():
+    """LocalAirflow's small batches: its FOODTASTER_SPARK_CONF replaces the engine's JVM options
+    (JVM_CONF) with the same options plus C1 only, driver and executors."""
+    from foodtaster.engine.spark import JVM_CONF, JVM_OPTIONS
+    from foodtaster_airflow.localenv import SMALL_SPARK_CONF
+
+    conf = parse_conf(SMALL_SPARK_CONF)
+    assert set(JVM_CONF) <= set(conf)
+    for key in JVM_CONF:
+        assert conf[key].split() == [*JVM_OPTIONS.split(), "-XX:TieredStopAtLevel=1"]
+
+
 def test_the_job_gets_this_interpreter_and_the_deployment_paths(monkeypatch):
     monkeypatch.setenv("FOODTASTER_LAKE", "s3a://lake")
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
