@@ -21,14 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from foodtaster.engine.spark import JVM_OPTIONS
 from foodtaster.registry import PROJECT_ROOT
 
 VENV_BIN = Path(sys.executable).parent
 ADMIN_USER = "admin"
 LOCAL_SPARK = {"conn_type": "spark", "host": "local[2]"}
 DB_CACHE_ENV = "FOODTASTER_AIRFLOW_DB_CACHE"  # a folder for migrated SQLite DBs, one an Airflow version
+# The JIT of a local env's JVMs: a few hundred rows a batch, so C1 only (a spark-submit of
+# the tests' 200-row batch: 45 s of CPU with C2, 27 s without). Not for a real deployment:
+# at 2M rows C1 only is 2.5x slower (bench/README.md); the engine's JVM_OPTIONS stay.
+SMALL_JVM_OPTIONS = f"{JVM_OPTIONS} -XX:TieredStopAtLevel=1"
 SMALL_SPARK_CONF = ("spark.sql.shuffle.partitions=2,spark.ui.enabled=false,"
-                    "spark.ui.showConsoleProgress=false")
+                    "spark.ui.showConsoleProgress=false,"
+                    f"spark.driver.extraJavaOptions={SMALL_JVM_OPTIONS},"
+                    f"spark.executor.extraJavaOptions={SMALL_JVM_OPTIONS}")
 
 
 def free_port() -> int:

@@ -99,7 +99,10 @@ class AirflowApi:
 
     def set_note(self, dag_id: str, run_id: str, note: str) -> None:
         """Set a run's note: `PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id}?update_mask=note`.
-        The run's answer is not read back (nothing here needs it)."""
+        The run's answer is not read back (nothing here needs it). Signs in first: an API
+        that is not there (`airflow dags test`) fails at once, not after importing the official
+        client (a second or more of a task's time, for nothing)."""
+        self.token()
         from airflow_client.client import ApiException, DagRunApi, DAGRunPatchBody
 
         try:

@@ -257,6 +257,17 @@ def test_the_run_note_is_set_on_the_run_through_the_rest_api_and_never_fails_the
                               api=AirflowApi(server.url, "admin", "admin", timeout=5))
 
 
+def test_a_run_note_without_an_api_fails_at_sign_in_before_importing_the_client(monkeypatch):
+    """`airflow dags test` has no api-server: the note gives up without paying for the import."""
+    import requests
+
+    with FakeAirflowApi() as server:
+        url = server.url
+    monkeypatch.setitem(sys.modules, "airflow_client.client", None)  # importing it would raise
+    with pytest.raises(requests.ConnectionError):
+        AirflowApi(url, "admin", "admin", timeout=5).set_note("foodtaster_orders", "r", "x")
+
+
 @pytest.mark.parametrize(("streak", "after", "pause"), [
     (0, 5, False), (4, 5, False), (5, 5, True), (6, 5, False), (10, 5, True), (2, 2, True),
 ])
@@ -304,6 +315,18 @@ def test_spark_conf_pairs_are_parsed():
     assert parse_conf(None) == {}
     with pytest.raises(ValueError, match="key=value"):
         parse_conf("spark.a")
+
+
+def test_a_local_envs_jvms_keep_the_engines_options_and_compile_with_c1_only():
+    """LocalAirflow's small batches: its FOODTASTER_SPARK_CONF replaces the engine's JVM options
+    (JVM_CONF) with the same options plus C1 only, driver and executors."""
+    from foodtaster.engine.spark import JVM_CONF, JVM_OPTIONS
+    from foodtaster_airflow.localenv import SMALL_SPARK_CONF
+
+    conf = parse_conf(SMALL_SPARK_CONF)
+    assert set(JVM_CONF) <= set(conf)
+    for key in JVM_CONF:
+        assert conf[key].split() == [*JVM_OPTIONS.split(), "-XX:TieredStopAtLevel=1"]
 
 
 def test_the_job_gets_this_interpreter_and_the_deployment_paths(monkeypatch):
