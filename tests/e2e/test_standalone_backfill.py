@@ -6,6 +6,8 @@ Datasets in a test registry: `orders` (three clean-ish days, backfilled twice),
 `orders_poisoned` (disable_after 2, two poisoned days), and for the second chances
 `customers` and `orders_chances` (orders as conversations whose customers may land late,
 from `sample.generate_second_chances`; runs triggered one by one through the API).
+The orders and orders_poisoned scenarios run side by side, then the second chances'
+(`scenarios`): a test waits for its own.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import Future
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -77,6 +82,12 @@ datasets:
 E2E_DIR = Path(__file__).resolve().parent  # standalone_contracts, for the scheduler's tasks and Spark
 CHANCES, CHANCE_DAYS, AFTER = "orders_chances", ("2026-11-05", "2026-11-06"), "2026-11-07"
 BACKFILL_TIMEOUT = 900
+# Runs of two scenarios are in flight together (see `scenarios`): four task slots, so a light task
+# (land, gate, ledger) need not wait for one of three Spark jobs to end; the task supervisor
+# notices its task's exit within a second, not at its 5 s heartbeat.
+IN_FLIGHT_KNOBS = {"AIRFLOW__CORE__PARALLELISM": "4", "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1"}
+POLL = 1.0  # seconds between two looks at a run or a backfill
+ENDING = threading.Event()  # set when the module ends: a scenario still waiting gives up
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +107,7 @@ def standalone(tmp_path_factory, lake, airflow_postgres_template):
     registry.write_text(REGISTRY)
     af = LocalAirflow(home=home, lake=lake, registry=registry, api_port=free_port(),
                       db_url=database, password="e2e-secret",
-                      extra_env={"AIRFLOW__CORE__PARALLELISM": "3", "PYTHONPATH": os.pathsep.join(
+                      extra_env={**IN_FLIGHT_KNOBS, "PYTHONPATH": os.pathsep.join(
                           filter(None, (str(E2E_DIR), str(PROJECT_ROOT), os.environ.get("PYTHONPATH"))))})
     counts = {day: fill_inbox(lake, day, seed=int(day[-2:]), **FEW_POISON).counts()
               for day in DAYS}
@@ -126,10 +137,12 @@ def _dag_ready(api: AirflowApi, dag_id: str) -> bool:
 def wait_until(condition, timeout: float, what: str, log: Path | None = None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if ENDING.is_set():
+            raise AssertionError(f"the module ended while waiting for {what}")
         value = condition()
         if value:
             return value
-        time.sleep(3)
+        time.sleep(POLL)
     tail = log.read_text(errors="replace")[-5000:] if log else ""
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n{tail}")
 
@@ -158,7 +171,7 @@ def rows(lake: str, zone: str) -> dict[str, int]:
             for part in backfilled(lake, zone)}
 
 
-def test_backfill_of_three_days_then_the_same_backfill_again_adds_no_row(standalone, lake):
+def backfill_of_three_days_then_the_same_backfill_again_adds_no_row(standalone, lake):
     _af, api, log, counts = standalone
     runs = run_backfill(api, "foodtaster_orders", DAYS, log, max_active_runs=2)
     assert [run["logical_date"][:10] for run in runs] == list(DAYS)
@@ -204,7 +217,7 @@ def assert_notes(api: AirflowApi, dag_id: str, runs: list[dict], verdict: str) -
             run["dag_run_id"], note)
 
 
-def test_the_dag_pauses_itself_after_disable_after_held_batches(standalone, lake):
+def the_dag_pauses_itself_after_disable_after_held_batches(standalone, lake):
     _af, api, log, _counts = standalone
     dag_id = "foodtaster_orders_poisoned"
     runs = run_backfill(api, dag_id, POISONED_DAYS, log, max_active_runs=1)
@@ -228,7 +241,7 @@ def test_the_dag_pauses_itself_after_disable_after_held_batches(standalone, lake
     assert api.dag("foodtaster_orders")["is_paused"] is False
 
 
-def test_a_held_batch_is_released_from_the_redrive_dag_triggered_through_the_api(standalone, lake):
+def a_held_batch_is_released_from_the_redrive_dag_triggered_through_the_api(standalone, lake):
     """After the self-pause: the operator triggers `foodtaster_orders_poisoned_redrive` through
     `POST /api/v2/dags/{dag_id}/dagRuns`, as the UI's trigger form does, to release one held
     batch and redrive (dry run) its quarantine; the ledger records the release with its why."""
@@ -294,7 +307,7 @@ def _holds(lake: str, *datasets: str) -> None:
         assert len(ids) == len(set(ids)), dataset
 
 
-def test_orders_whose_customer_lands_a_day_late_are_published_by_the_next_runs_retry(
+def orders_whose_customer_lands_a_day_late_are_published_by_the_next_runs_retry(
         standalone, lake, chances):
     """Day 1: customers, then orders: orders of a customer not landed yet are `retrying`
     (their retry task counts an attempt). Day 2: the late customers are published, then the
@@ -331,7 +344,7 @@ def test_orders_whose_customer_lands_a_day_late_are_published_by_the_next_runs_r
     _holds(lake, "customers", CHANCES)
 
 
-def test_a_poisoned_conversation_is_released_by_a_purge_and_a_redrive_after_a_fix(
+def a_poisoned_conversation_is_released_by_a_purge_and_a_redrive_after_a_fix(
         standalone, lake, chances):
     """A poison message holds the later messages of its order. One poison message is purged
     through the CLI; the contract is fixed and the others redriven from the redrive DAG's form
@@ -360,8 +373,11 @@ def test_a_poisoned_conversation_is_released_by_a_purge_and_a_redrive_after_a_fi
         env={**af.env(), "PYTHONPATH": str(PROJECT_ROOT)}, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and f"purged 1 quarantined rows of {CHANCES}" in done.stdout, done.stderr
 
-    af.registry.write_text(af.registry.read_text().replace(
+    # in one move: the other scenarios' tasks and jobs read the registry meanwhile
+    fixed = af.registry.with_suffix(".fixed")
+    fixed.write_text(af.registry.read_text().replace(
         "standalone_contracts:OrdersNoWait\n", "standalone_contracts:OrdersNoWaitFixed\n"))
+    os.replace(fixed, af.registry)
     form = {"date_from": CHANCE_DAYS[0], "date_to": CHANCE_DAYS[-1], "rule": "currency.isin",
             "why": "the currency XXX is accepted"}
     before = partitions(lake, "valid", CHANCES)
@@ -398,3 +414,74 @@ def _redrive_report(lake: str, run_id: str) -> dict:
     (report,) = [r for r in map(read_json, map(str, (Path(lake) / "reports" / CHANCES).glob(
         "redrive-*/redrive.json"))) if r.get("by") == f"airflow:{run_id}"]
     return report
+
+
+@pytest.fixture(scope="module")
+def scenarios(request, standalone, lake, chances) -> dict:
+    """The scenarios in three chains, each in a thread of its own: the orders backfills; the
+    self-pause then the release of a held batch; the second chances then the purge and redrive.
+    A chain's scenarios run one after the other (the later one starts from what the earlier one
+    left). The first two chains touch different datasets: their runs (a Spark job each) are in
+    flight together instead of waiting for each other. The third starts when they are done:
+    `orders` and `orders_poisoned` reference `customers`, a check that applies only once some
+    customers are published, as the third chain does first. Only the chains of the selected
+    tests run, up to the last selected scenario. A test waits for its scenario's outcome: what
+    the scenario raised, the test raises. By scenario function, its Future."""
+    chains = (
+        (partial(backfill_of_three_days_then_the_same_backfill_again_adds_no_row, standalone, lake),),
+        (partial(the_dag_pauses_itself_after_disable_after_held_batches, standalone, lake),
+         partial(a_held_batch_is_released_from_the_redrive_dag_triggered_through_the_api, standalone, lake)),
+        (partial(orders_whose_customer_lands_a_day_late_are_published_by_the_next_runs_retry,
+                 standalone, lake, chances),
+         partial(a_poisoned_conversation_is_released_by_a_purge_and_a_redrive_after_a_fix,
+                 standalone, lake, chances)),
+    )
+    wanted = {item.originalname.removeprefix("test_") for item in request.session.items}
+    outcomes: dict = {}
+
+    def run(chain, after=()):
+        for thread in after:
+            thread.join()
+        for scenario in chain:
+            try:
+                scenario()
+            except BaseException as err:  # the test raises it
+                outcomes[scenario.func].set_exception(err)
+            else:
+                outcomes[scenario.func].set_result(None)
+
+    ENDING.clear()
+    threads = []
+    for number, chain in enumerate(chains):
+        last = max((i for i, s in enumerate(chain) if s.func.__name__ in wanted), default=-1)
+        outcomes.update({scenario.func: Future() for scenario in chain[:last + 1]})
+        after = tuple(threads) if number == 2 else ()  # the second chances after the orders
+        threads.append(threading.Thread(target=run, args=(chain[:last + 1], after), daemon=True))
+    for thread in threads:
+        thread.start()
+    try:
+        yield outcomes
+    finally:
+        ENDING.set()
+        for thread in threads:
+            thread.join(timeout=150)
+
+
+def test_backfill_of_three_days_then_the_same_backfill_again_adds_no_row(scenarios):
+    scenarios[backfill_of_three_days_then_the_same_backfill_again_adds_no_row].result()
+
+
+def test_the_dag_pauses_itself_after_disable_after_held_batches(scenarios):
+    scenarios[the_dag_pauses_itself_after_disable_after_held_batches].result()
+
+
+def test_a_held_batch_is_released_from_the_redrive_dag_triggered_through_the_api(scenarios):
+    scenarios[a_held_batch_is_released_from_the_redrive_dag_triggered_through_the_api].result()
+
+
+def test_orders_whose_customer_lands_a_day_late_are_published_by_the_next_runs_retry(scenarios):
+    scenarios[orders_whose_customer_lands_a_day_late_are_published_by_the_next_runs_retry].result()
+
+
+def test_a_poisoned_conversation_is_released_by_a_purge_and_a_redrive_after_a_fix(scenarios):
+    scenarios[a_poisoned_conversation_is_released_by_a_purge_and_a_redrive_after_a_fix].result()
