@@ -14,10 +14,9 @@ from datetime import UTC, timedelta
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from foodtaster import contract_references
-from foodtaster.engine import groups, references
+from foodtaster.engine import groups, references, retry
 from foodtaster.engine.reasons import Check
 from foodtaster.logs import BatchLogger
 from foodtaster.registry import DatasetConfig, RegistryError
@@ -68,11 +67,10 @@ class Extras:
         are retrying, how many held for their group; and the batch's poison messages and
         retrying rows, kept for `record`."""
         counts: dict[str, Any] = {"retrying": 0, "held_for_group": rows_by_rule.get(groups.RULE, 0)}
-        rules = list(self.retryable)
-        if rules:
-            only_retryable = F.forall("reasons", lambda r: r["rule"].isin(*rules))
-            retrying = quarantine.where(F.size("reasons") > 0).where(only_retryable)
-            first = self.retryable[rules[0]].wait_s(0)  # their status, with the first attempt's time
+        policies = self.retryable
+        if policies:
+            retrying = quarantine.where(retry.only_retryable(policies))
+            first = next(iter(policies.values())).wait_s(0)  # their status, with the first attempt's time
             self.retrying = [
                 (lineage_key(r["_batch_id"], r["_source_file"], r["_line_number"]),
                  (r["_ingested_at"].astimezone(UTC) + timedelta(seconds=first)).isoformat())
