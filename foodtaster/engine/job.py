@@ -235,6 +235,10 @@ def run_batch(spark: SparkSession, run: BatchRun) -> dict[str, Any]:
     with batch_lease(run.lake, run.config.name, run.batch_id, run.run_id):
         check_not_redriven(run.lake, run.config.name, run.batch_id)
         _clear_runs(run)  # what killed runs of this batch left; no other run is live
+        if run.gate:  # once a batch: a crash isolation runs the pass again, not the imports
+            from foodtaster.engine.gate import import_ahead
+
+            import_ahead()
         try:
             return _run_isolating_crashes(spark, run)
         finally:
@@ -353,10 +357,6 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
     config, lake = run.config, run.lake
     log = batch_logger(__name__, config.name, run.batch_id)
     started = time.perf_counter()
-    if run.gate:
-        from foodtaster.engine.gate import import_ahead
-
-        import_ahead()
     timings: dict[str, float] = {}
     contract = rules.read_contract(config.load_contract())
     entries = PoisonList(lake, config.name).entries()  # read once; small, so broadcast
