@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import fsspec
@@ -119,25 +120,27 @@ def _register_expectations() -> None:
     assert ExpectColumnQuantileValuesToBeBetweenWithinError.expectation_type == QUANTILE_WITHIN_ERROR
 
 
-def import_ahead() -> threading.Thread:
-    """Import Great Expectations on a thread while Spark runs the batch: about as long as the
-    gate's own work in a fresh process, and the driver's Python mostly waits on the JVM by
-    then. `run_gate`'s imports find the modules loaded, or wait for them (Python's import lock)."""
-    def load() -> None:
-        os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
-        for module in _GX_MODULES:
-            importlib.import_module(module)
-
-    thread = threading.Thread(target=load, name="import-great-expectations", daemon=True)
-    thread.start()
-    return thread
-
-
 _GX_MODULES = (
     "great_expectations",
     "great_expectations.core.run_identifier",
     "great_expectations.expectations.expectation_configuration",
 )
+
+
+def _import_gx() -> list[ModuleType]:
+    """The Great Expectations modules the gate uses, in `_GX_MODULES` order; its usage
+    analytics stay off unless the environment asks for them."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    return [importlib.import_module(module) for module in _GX_MODULES]
+
+
+def import_ahead() -> threading.Thread:
+    """Import Great Expectations on a thread while Spark runs the batch: about as long as the
+    gate's own work in a fresh process, and the driver's Python mostly waits on the JVM by
+    then. `run_gate`'s imports find the modules loaded, or wait for them (Python's import lock)."""
+    thread = threading.Thread(target=_import_gx, name="import-great-expectations", daemon=True)
+    thread.start()
+    return thread
 
 
 def run_gate(
@@ -151,11 +154,7 @@ def run_gate(
     readable offline (`offline_docs`) and copied to `data_docs_uri` (any fsspec URI); the
     returned `data_docs` is the batch's own page there.
     """
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
-    import great_expectations as gx
-    from great_expectations.core.run_identifier import RunIdentifier
-    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
-
+    gx, gx_runs, gx_configs = _import_gx()
     _register_expectations()
     document = load_suite(suite_path)
     columns = suite_columns(document)
@@ -175,7 +174,8 @@ def run_gate(
     suite = context.suites.add(
         gx.ExpectationSuite(
             name=document["name"],
-            expectations=[ExpectationConfiguration(**e).to_domain_obj() for e in document["expectations"]],
+            expectations=[gx_configs.ExpectationConfiguration(**e).to_domain_obj()
+                          for e in document["expectations"]],
             meta=document.get("meta"),
         )
     )
@@ -196,7 +196,7 @@ def run_gate(
     outcome = checkpoint.run(
         batch_parameters={"dataframe": valid_rows},
         expectation_parameters=batch_parameters(batch_date),
-        run_id=RunIdentifier(run_name=batch_id, run_time=dt.datetime.now(dt.UTC)),
+        run_id=gx_runs.RunIdentifier(run_name=batch_id, run_time=dt.datetime.now(dt.UTC)),
     )
     results = []
     for key, run in outcome.run_results.items():
