@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from chains import run_chain
 from e2e_support import HOLDING, fill_inbox, metadata_database, parquet_rows, partitions
 
 from foodtaster import sample
@@ -426,7 +427,8 @@ def scenarios(request, standalone, lake, chances) -> dict:
     `orders` and `orders_poisoned` reference `customers`, a check that applies only once some
     customers are published, as the third chain does first. Only the chains of the selected
     tests run, up to the last selected scenario. A test waits for its scenario's outcome: what
-    the scenario raised, the test raises. By scenario function, its Future."""
+    the scenario raised, the test raises; after a failure the rest of its chain is not run
+    (`chains.run_chain`). By scenario function, its Future."""
     chains = (
         (partial(backfill_of_three_days_then_the_same_backfill_again_adds_no_row, standalone, lake),),
         (partial(the_dag_pauses_itself_after_disable_after_held_batches, standalone, lake),
@@ -442,13 +444,7 @@ def scenarios(request, standalone, lake, chances) -> dict:
     def run(chain, after=()):
         for thread in after:
             thread.join()
-        for scenario in chain:
-            try:
-                scenario()
-            except BaseException as err:  # the test raises it
-                outcomes[scenario.func].set_exception(err)
-            else:
-                outcomes[scenario.func].set_result(None)
+        run_chain([(scenario.func.__name__, scenario, outcomes[scenario.func]) for scenario in chain])
 
     ENDING.clear()
     threads = []
