@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import psutil
 
@@ -268,23 +268,23 @@ def run_gate_only(spark: Any, lake_root: Path) -> dict[str, Any]:
     return {"gate_passed": gate["passed"]}
 
 
-class HeapSampler(threading.Thread):
-    """The driver JVM's old generation after its last collection, sampled: what stays on the heap."""
+class PeakSampler(threading.Thread):
+    """The peak of `measure()` (bytes), called every `interval` seconds while in the `with` block;
+    a sample that fails is skipped."""
 
-    def __init__(self, spark: Any, interval: float = 0.5) -> None:
+    def __init__(self, interval: float) -> None:
         super().__init__(daemon=True)
         self.interval, self.stopped, self.peak = interval, threading.Event(), 0
-        jvm = spark.sparkContext._jvm
-        pools = jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
-        self.pools = [p for p in pools if "Old Gen" in p.getName() or "Tenured" in p.getName()]
+
+    def measure(self) -> int:
+        raise NotImplementedError
 
     def run(self) -> None:
         while not self.stopped.wait(self.interval):
             with contextlib.suppress(Exception):
-                usage = [p.getCollectionUsage() for p in self.pools]
-                self.peak = max(self.peak, sum(u.getUsed() for u in usage if u is not None))
+                self.peak = max(self.peak, self.measure())
 
-    def __enter__(self) -> HeapSampler:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
@@ -293,7 +293,21 @@ class HeapSampler(threading.Thread):
         self.join()
 
 
-class LiveHeapSampler(HeapSampler):
+class HeapSampler(PeakSampler):
+    """The driver JVM's old generation after its last collection, sampled: what stays on the heap."""
+
+    def __init__(self, spark: Any, interval: float = 0.5) -> None:
+        super().__init__(interval)
+        jvm = spark.sparkContext._jvm
+        pools = jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+        self.pools = [p for p in pools if "Old Gen" in p.getName() or "Tenured" in p.getName()]
+
+    def measure(self) -> int:
+        usage = [p.getCollectionUsage() for p in self.pools]
+        return sum(u.getUsed() for u in usage if u is not None)
+
+
+class LiveHeapSampler(PeakSampler):
     """The driver JVM's live heap: every `interval` seconds, `jcmd <pid> GC.class_histogram`,
     which collects in full and then counts the objects still reachable. The old generation
     after a collection counts what G1 promoted and has not yet marked dead, and the heap in use
@@ -301,16 +315,14 @@ class LiveHeapSampler(HeapSampler):
     only the histogram counts what is kept. The pauses slow the job: untimed runs only."""
 
     def __init__(self, spark: Any, interval: float = 5.0) -> None:
-        super().__init__(spark, interval)
+        super().__init__(interval)
         self.pid = str(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 
-    def run(self) -> None:
-        while not self.stopped.wait(self.interval):
-            with contextlib.suppress(Exception):
-                out = subprocess.run(["jcmd", self.pid, "GC.class_histogram"], capture_output=True,
-                                     text=True, timeout=60).stdout
-                total = next(line for line in out.splitlines() if line.startswith("Total"))
-                self.peak = max(self.peak, int(total.split()[-1]))
+    def measure(self) -> int:
+        out = subprocess.run(["jcmd", self.pid, "GC.class_histogram"], capture_output=True,
+                             text=True, timeout=60).stdout
+        total = next(line for line in out.splitlines() if line.startswith("Total"))
+        return int(total.split()[-1])
 
 
 def run_full_heap(spark: Any, input_path: str, out: Path, *, messages: int) -> dict[str, Any]:
