@@ -36,6 +36,13 @@ SMALL_SPARK_CONF = ("spark.sql.shuffle.partitions=2,spark.ui.enabled=false,"
                     "spark.ui.showConsoleProgress=false,"
                     f"spark.driver.extraJavaOptions={SMALL_JVM_OPTIONS},"
                     f"spark.executor.extraJavaOptions={SMALL_JVM_OPTIONS}")
+# The `airflow` CLI as a local env runs it: Airflow's own entry point, with the garbage collector
+# frozen at exit. The interpreter's teardown otherwise walks Airflow's whole heap in full
+# collections: 3 s of CPU and of wall time after each `airflow dags test` (11 s without Spark).
+# Registered before Airflow loads, it runs after Airflow's own exit handlers. -P: sys.path as
+# the `airflow` script has it (no working directory in front).
+AIRFLOW_CLI = ("import atexit, gc, sys; atexit.register(gc.freeze); sys.argv[0] = 'airflow'; "
+               "from airflow.__main__ import main; sys.exit(main())")
 
 
 def free_port() -> int:
@@ -114,7 +121,7 @@ class LocalAirflow:
     def airflow(self, *args: str, timeout: float = 600, check: bool = True,
                 log: Path | None = None) -> subprocess.CompletedProcess:
         """Run an `airflow` CLI command in this home; its output goes to `log` if given."""
-        command = [str(VENV_BIN / "airflow"), *args]
+        command = [sys.executable, "-P", "-c", AIRFLOW_CLI, *args]
         if log is None:
             done = subprocess.run(command, env=self.env(), capture_output=True, text=True,
                                   timeout=timeout, cwd=PROJECT_ROOT)

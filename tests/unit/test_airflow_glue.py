@@ -330,6 +330,17 @@ def test_a_local_envs_jvms_keep_the_engines_options_and_compile_with_c1_only():
         assert conf[key].split() == [*JVM_OPTIONS.split(), "-XX:TieredStopAtLevel=1"]
 
 
+def test_a_local_env_runs_airflows_own_cli(tmp_path):
+    """LocalAirflow runs `airflow` through Airflow's entry point (AIRFLOW_CLI, which freezes the
+    GC at exit): the arguments reach it and its output and exit code come back."""
+    from importlib.metadata import version
+
+    from foodtaster_airflow.localenv import LocalAirflow
+
+    done = LocalAirflow(home=tmp_path / "home", lake=str(tmp_path / "lake")).airflow("version")
+    assert done.returncode == 0 and done.stdout.strip() == version("apache-airflow")
+
+
 def test_the_job_gets_this_interpreter_and_the_deployment_paths(monkeypatch):
     monkeypatch.setenv("FOODTASTER_LAKE", "s3a://lake")
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
