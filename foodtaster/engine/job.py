@@ -388,7 +388,8 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
 
         mark = time.perf_counter()
         key = unique_key(contract)
-        repeated = _persist(repeated_keys(kept, key), held) if key else None  # small; reused by each write
+        # small; reused by each write
+        repeated = _persist(repeated_keys(kept, key, lines_read), held) if key else None
         # Counted where they are dropped: every byte-identical copy but the first of a key.
         duplicates_dropped = 0 if repeated is None else (
             repeated.where(F.col("_variants") == 1).agg(F.sum(F.col("_copies") - 1)).first()[0] or 0

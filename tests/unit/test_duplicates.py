@@ -1,9 +1,12 @@
 """Redeliveries are dropped and counted; conflicting copies are all quarantined."""
 
+import re
+
 from conftest import lines_frame
 from pyspark.sql import functions as F
 
 from contracts.orders import Orders
+from foodtaster.engine.duplicates import KEYS_PER_TASK, repeated_keys
 from foodtaster.engine.job import decide_outcomes, flag_lines, with_reasons
 from foodtaster.engine.rules import read_contract
 
@@ -44,3 +47,18 @@ def test_outcome_column_is_the_split(spark):
     flagged = flag_lines(lines_frame(spark, [(BASE % ("m1", 5)).encode(), b"{"]), CONTRACT, 1 << 20)
     counts = dict(decide_outcomes(flagged, CONTRACT).groupBy("_outcome").agg(F.count("*")).collect())
     assert counts == {"valid": 1, "quarantined": 1}
+
+
+def test_the_key_count_is_split_by_the_batch_size_with_the_same_result(spark):
+    lines = [BASE % (f"m{i % 7}", i % 3) for i in range(40)] + [BASE % ("solo", 1)]
+    flagged = flag_lines(lines_frame(spark, [line.encode() for line in lines]), CONTRACT, 1 << 20)
+    messages = 3 * KEYS_PER_TASK + 1  # as if the batch were that large: four tasks
+
+    def found(repeated):
+        return sorted(tuple(r) for r in repeated.orderBy("message_id").collect())
+
+    split = repeated_keys(flagged, "message_id", messages)
+    assert found(split) == found(repeated_keys(flagged, "message_id"))
+    assert len(found(split)) == 7  # every key but "solo" repeats
+    plan = split._jdf.queryExecution().executedPlan().toString()
+    assert re.search(r"hashpartitioning\(_key_hash#\d+L, 4\), REPARTITION_BY_NUM", plan), plan
