@@ -62,6 +62,31 @@ def test_later_messages_of_a_poisoned_group_are_held(spark):
         "group", "group.poisoned", "order_id", "o-1")
 
 
+def test_a_held_message_that_passed_every_field_rule_gives_its_hold_as_its_only_reason(spark):
+    """The flag pass keeps no statuses for a row that passed it (`job.VERDICT` is null): a row
+    held after the pass gets its group's reason, and no field reason made up from them."""
+    from conftest import lines_frame
+
+    from contracts.orders import Orders
+    from foodtaster.engine.job import decide_outcomes, flag_lines, with_reasons
+    from foodtaster.engine.rules import read_contract
+
+    contract = read_contract(Orders)
+    line = ('{"message_id": "%s", "order_id": "%s", "customer_id": "c", "amount": %s, "currency": "USD", '
+            '"status": "CREATED", "created_at": "2026-11-20T%s:00:00Z", "items": 1}')
+    lines = [line % ("m1", "o-1", -1, "10"), line % ("m2", "o-1", 5, "11"), line % ("m3", "o-2", 5, "11")]
+    flagged = flag_lines(lines_frame(spark, [x.encode() for x in lines]), contract, 1 << 20)
+    held_groups = holding(flagged, None, "order_id", "created_at", "b1")
+    marked = mark_held(flagged, held_groups, "order_id", "created_at")
+    rows = with_reasons(decide_outcomes(marked, contract), contract, 1 << 20, [group_check("order_id")])
+    got = {r.message_id: (r._outcome, [(x.layer, x.rule) for x in r.reasons]) for r in rows.collect()}
+    assert got == {
+        "m1": ("quarantined", [("contract", "amount.greater_than_or_equal_to(0)")]),
+        "m2": ("quarantined", [("group", "group.poisoned")]),
+        "m3": ("valid", []),
+    }
+
+
 def test_groups_held_by_an_earlier_batch_hold_this_one(spark):
     opened = open_frame(spark, [poison("x", "o-1", "2026-11-19T12:00:00.000000Z", batch="b0")])
     rows = _rows(spark, [
