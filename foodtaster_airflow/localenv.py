@@ -42,11 +42,16 @@ SMALL_JVM_OPTIONS = f"{JVM_OPTIONS} -XX:TieredStopAtLevel=1"
 CDS_ARCHIVE = PROJECT_ROOT / "build" / "spark-cds.jsa"
 
 
+def with_cds(jvm_options: str, archive: Path | None) -> str:
+    """`jvm_options`, plus the class-data-sharing archive when `archive` is a file."""
+    if archive is None or not archive.is_file():
+        return jvm_options
+    return f"{jvm_options} -XX:SharedArchiveFile={archive}"
+
+
 def small_jvm_options(archive: Path | None = CDS_ARCHIVE) -> str:
     """SMALL_JVM_OPTIONS, plus the class-data-sharing archive when `archive` is a file."""
-    if archive is None or not archive.is_file():
-        return SMALL_JVM_OPTIONS
-    return f"{SMALL_JVM_OPTIONS} -XX:SharedArchiveFile={archive}"
+    return with_cds(SMALL_JVM_OPTIONS, archive)
 
 
 def small_spark_conf(archive: Path | None = CDS_ARCHIVE) -> str:
