@@ -8,10 +8,10 @@ an unknown dataset) fails at once, since a retry cannot fix it.
 The provider logs every line spark-submit prints at INFO on its hook's logger, so a
 Spark WARN or a Python traceback reads as INFO in the task log. `SparkOutputLog` gives
 each line the level it carries (log4j's `WARN`, Python logging's `WARNING`, a JVM
-`WARNING:` notice, a traceback) and sends it to one of two loggers, which the task log
-shows as the line's source: `foodtaster.job` for the job's own lines (the engine's
-`foodtaster.*` log lines, e.g. `event=validated`, and the JSON summary the job prints last),
-`foodtaster.spark` for everything Spark and the JVM say.
+`WARNING:` notice or `[warning]` log line, a traceback) and sends it to one of two
+loggers, which the task log shows as the line's source: `foodtaster.job` for the job's own
+lines (the engine's `foodtaster.*` log lines, e.g. `event=validated`, and the JSON summary
+the job prints last), `foodtaster.spark` for everything Spark and the JVM say.
 """
 
 from __future__ import annotations
@@ -197,6 +197,9 @@ PYTHON_LINE = re.compile(
     rf"^\d{{4}}-\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}},\d{{3}} ({_LEVEL}) (\S+) "
 )
 NOTICE_LINE = re.compile(rf"^({_LEVEL}): ")  # the JVM's `WARNING: Using incubator modules`
+# HotSpot's own log (-Xlog), on stdout, its level in lower case: a stale class-data-sharing
+# archive's `[0.186s][warning][cds,dynamic] Unable to use shared archive`.
+JVM_LOG_LINE = re.compile(rf"^\[[\d.]+s\]\[({_LEVEL.lower()})\]\[")
 # Lines that continue the one before (the provider strips their indent): a Java stack trace.
 CONTINUATION = re.compile(r"^(at |Caused by|Suppressed:|\.\.\. \d+ more|[\w.$]+(Error|Exception)\b)")
 # The line that closes a Python traceback: `ValueError: why` (or a bare `KeyboardInterrupt`).
@@ -240,6 +243,8 @@ class SparkOutputLog:
                       LEVELS[match.group(1)])
         elif match := LOG4J_LINE.match(line) or NOTICE_LINE.match(line):
             routed = spark, LEVELS[match.group(1)]
+        elif match := JVM_LOG_LINE.match(line):
+            routed = spark, LEVELS[match.group(1).upper()]
         elif line.startswith("Traceback (most recent call last)"):
             routed = self._last[0] if self._last else spark, logging.ERROR
             self._in_traceback = True

@@ -72,9 +72,11 @@ def airflow_postgres_template(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def spark():
-    from foodtaster.engine.spark import build_session
+    from foodtaster.engine.spark import JVM_OPTIONS, build_session
+    from foodtaster_airflow.localenv import CDS_ARCHIVE, with_cds
 
-    session = build_session("foodtaster-tests", master="local[2]", test_mode=True)
+    session = build_session("foodtaster-tests", master="local[2]", test_mode=True,
+                            jvm_options=with_cds(JVM_OPTIONS, CDS_ARCHIVE))
     yield session
     session.stop()
 

@@ -39,12 +39,14 @@ def parser_jar() -> str:
 
 
 def build_session(
-    app_name: str, master: str | None = None, test_mode: bool = False
+    app_name: str, master: str | None = None, test_mode: bool = False,
+    jvm_options: str = JVM_OPTIONS,
 ) -> SparkSession:
     """A session on `master`, else spark-submit's master, else local[*].
 
     PYSPARK_PYTHON defaults to this interpreter so Python workers see pandera
     and the contracts; times are UTC so `created_at` means the same everywhere.
+    `jvm_options`: the driver's and executors' JVM options when this process starts Spark.
     """
     if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
         raise RuntimeError(
@@ -71,7 +73,8 @@ def build_session(
         builder = builder.config("spark.sql.shuffle.partitions", "8")
         if not SparkConf().contains("spark.jars"):
             builder = builder.config("spark.jars", jar)
-        for key, value in JVM_CONF.items():
+        java_options = {key: jvm_options for key in JVM_CONF if key.endswith(".extraJavaOptions")}
+        for key, value in {**JVM_CONF, **java_options}.items():
             if not SparkConf().contains(key):
                 builder = builder.config(key, value)
     if test_mode:

@@ -24,7 +24,7 @@ from foodtaster.state import ledger
 from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists
-from foodtaster_airflow.localenv import LocalAirflow
+from foodtaster_airflow.localenv import CDS_ARCHIVE, LocalAirflow
 
 pytestmark = pytest.mark.slow
 SLACK_TOKEN = "T000/B000/XXXX"
@@ -52,6 +52,9 @@ def run_with_sinks(airflow: LocalAirflow, date: str, log, smtp: SmtpSink, slack:
     }
     run = airflow.dags_test(DAG_ID, date, log=log)
     assert run["state"] == "success", f"{run}\n{log.read_text()[-5000:]}"
+    if CDS_ARCHIVE.is_file():  # made for these JVMs: a stale one or another class path is a loss
+        assert "Unable to use shared archive" not in log.read_text(), \
+            f"the Spark JVMs did not map {CDS_ARCHIVE}: rebuild it with `make cds`"
     return run
 
 

@@ -17,10 +17,10 @@ from e2e_support import ALERTING, DAG_ID, DATASET, fill_inbox
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake
 from foodtaster_airflow.localenv import (
-    SMALL_SPARK_CONF,
     VENV_BIN,
     LocalAirflow,
     free_port,
+    small_spark_conf,
     start_group,
     stop_group,
 )
@@ -85,7 +85,7 @@ def test_validate_on_a_standalone_cluster_gives_the_local_partitions(cluster, tm
         home=tmp_path_factory.mktemp("airflow"), lake=lake,
         connections={"spark_default": {"conn_type": "spark", "host": "spark://127.0.0.1",
                                        "port": cluster["port"]}},
-        extra_env={"FOODTASTER_SPARK_CONF": SMALL_SPARK_CONF + ",spark.driver.host=127.0.0.1,"
+        extra_env={"FOODTASTER_SPARK_CONF": small_spark_conf() + ",spark.driver.host=127.0.0.1,"
                    "spark.cores.max=2,spark.executor.memory=1g"},
     )
     af.migrate()
@@ -106,7 +106,7 @@ def test_validate_on_a_standalone_cluster_gives_the_local_partitions(cluster, tm
     the_lake, local = Lake(lake), Lake(local_lake)
     done = subprocess.run(
         [str(VENV_BIN / "spark-submit"), "--master", "local[2]",
-         *[arg for pair in SMALL_SPARK_CONF.split(",") for arg in ("--conf", pair)],
+         *[arg for pair in small_spark_conf().split(",") for arg in ("--conf", pair)],
          str(PROJECT_ROOT / "spark_jobs" / "validate_batch.py"), "--dataset", DATASET,
          "--input", the_lake.raw(DATASET, DATE, BATCH_ID), "--batch-id", BATCH_ID,
          "--lake", local_lake, "--batch-date", DATE, "--no-publish"],

@@ -317,17 +317,39 @@ def test_spark_conf_pairs_are_parsed():
         parse_conf("spark.a")
 
 
-def test_a_local_envs_jvms_keep_the_engines_options_and_compile_with_c1_only():
+def test_a_local_envs_jvms_keep_the_engines_options_and_compile_with_c1_only(tmp_path):
     """LocalAirflow's small batches: its FOODTASTER_SPARK_CONF replaces the engine's JVM options
-    (JVM_CONF) with the same options plus C1 only, driver and executors."""
+    (JVM_CONF) with the same options plus C1 only, driver and executors; no class-data-sharing
+    archive where none was built."""
     from foodtaster.engine.spark import JVM_CONF, JVM_OPTIONS
-    from foodtaster_airflow.localenv import SMALL_SPARK_CONF
+    from foodtaster_airflow.localenv import small_spark_conf
 
-    conf = parse_conf(SMALL_SPARK_CONF)
+    conf = parse_conf(small_spark_conf(tmp_path / "none.jsa"))
     java_options = [key for key in JVM_CONF if key.endswith(".extraJavaOptions")]
     assert len(java_options) == 2 and set(java_options) <= set(conf)
     for key in java_options:
         assert conf[key].split() == [*JVM_OPTIONS.split(), "-XX:TieredStopAtLevel=1"]
+
+
+def test_a_local_envs_jvms_map_the_class_data_sharing_archive_once_it_is_built(tmp_path, monkeypatch):
+    """The archive is looked for each time a local env's settings are made, not at import: a
+    test session or demo that starts before `make cds` built it uses it once it exists. Never
+    -Xshare:on, which stops a JVM whose archive is stale."""
+    from foodtaster_airflow import localenv
+
+    archive = tmp_path / "spark-cds.jsa"
+    monkeypatch.setattr(localenv, "CDS_ARCHIVE", archive)
+    air = localenv.LocalAirflow(home=tmp_path / "home", lake=str(tmp_path / "lake"))
+
+    def java_options() -> list[list[str]]:
+        conf = parse_conf(air.env()["FOODTASTER_SPARK_CONF"])
+        return [conf[f"spark.{side}.extraJavaOptions"].split() for side in ("driver", "executor")]
+
+    assert all(not any("Share" in option for option in options) for options in java_options())
+    archive.write_bytes(b"an archive")
+    for options in java_options():
+        assert options[:-1] == localenv.SMALL_JVM_OPTIONS.split()
+        assert options[-1] == f"-XX:SharedArchiveFile={archive}"
 
 
 def test_a_local_env_runs_airflows_own_cli(tmp_path):

@@ -11,6 +11,7 @@ from foodtaster_airflow.spark_submit import JOB_LOGGER, SPARK_LOGGER, ValidateBa
 
 OUTPUT = """\
 WARNING: Using incubator modules: jdk.incubator.vector
+[0.186s][warning][cds,dynamic] Unable to use shared archive. The top archive failed to load: a.jsa
 Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties
 26/11/22 18:19:53 WARN Utils: Your hostname, vm, resolves to a loopback address: 127.0.0.1
 26/11/22 18:19:54 INFO SparkContext: Running Spark version 4.1.3
@@ -31,6 +32,7 @@ ValueError: no summary
 
 EXPECTED = [  # (logger, level, line start) for every line, in order
     (SPARK_LOGGER, logging.WARNING, "WARNING: Using incubator"),
+    (SPARK_LOGGER, logging.WARNING, "[0.186s][warning][cds,dynamic] Unable to use"),
     (SPARK_LOGGER, logging.INFO, "Using Spark's default"),
     (SPARK_LOGGER, logging.WARNING, "26/11/22 18:19:53 WARN Utils"),
     (SPARK_LOGGER, logging.INFO, "26/11/22 18:19:54 INFO SparkContext"),
