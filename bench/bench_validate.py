@@ -315,22 +315,46 @@ class LiveHeapSampler(PeakSampler):
     only the histogram counts what is kept. The pauses slow the job: untimed runs only.
 
     While a thread holds the GC locker (a JNI critical section: compression), the histogram's
-    collection is skipped ("pre-dump GC was skipped", 37 times in one 10M run) and it counts
-    garbage: 250-450 MiB of byte arrays the next histogram did not find. So a sample is the
-    smaller of two histograms taken in a row: what was still reachable at both."""
+    collection is skipped and it counts garbage: 250-450 MiB of byte arrays the next histogram
+    did not find. The JVM says so as a gc warning ("GC locker is held; pre-dump GC was
+    skipped"), which this sampler has it log to a file of its own (`jcmd VM.log`): a histogram
+    during which that file grew is not counted (`skipped`)."""
 
     def __init__(self, spark: Any, interval: float = 2.0) -> None:
         super().__init__(interval)
         self.pid = str(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+        self.gc_log = Path(tempfile.mkdtemp(prefix="foodtaster-live-heap-")) / "gc-warnings.log"
+        self.counted = self.skipped = 0
+
+    def __enter__(self) -> Self:
+        self._jcmd("VM.log", f"output=file={self.gc_log}", "what=gc=warning")
+        return super().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        with contextlib.suppress(Exception):
+            self._jcmd("VM.log", f"output=file={self.gc_log}", "what=disable")
+        shutil.rmtree(self.gc_log.parent, ignore_errors=True)
 
     def measure(self) -> int:
-        return min(self._histogram_total() for _ in range(2))
-
-    def _histogram_total(self) -> int:
-        out = subprocess.run(["jcmd", self.pid, "GC.class_histogram"], capture_output=True,
-                             text=True, timeout=60).stdout
+        before = self._gc_warnings()
+        out = self._jcmd("GC.class_histogram")
+        if self._gc_warnings() != before:
+            self.skipped += 1
+            raise RuntimeError("the histogram's collection was skipped: it counted garbage")
+        self.counted += 1
         total = next(line for line in out.splitlines() if line.startswith("Total"))
         return int(total.split()[-1])
+
+    def _gc_warnings(self) -> int:
+        return self.gc_log.stat().st_size if self.gc_log.exists() else 0
+
+    def _jcmd(self, *command: str) -> str:
+        done = subprocess.run(["jcmd", self.pid, *command], capture_output=True, text=True,
+                              timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"jcmd {' '.join(command)}: {done.stdout[-500:]}{done.stderr[-500:]}")
+        return done.stdout
 
 
 def run_full_heap(spark: Any, input_path: str, out: Path, *, messages: int) -> dict[str, Any]:
@@ -767,7 +791,8 @@ def _bench(args: argparse.Namespace, workdir: Path, sampler: ProcessSampler) -> 
                 run_full(spark, path, out / f"lake-live-heap-{size}", gate=False, messages=size)
             live_heap[size] = live.peak
             print(f"live heap, full-no-gx on {size:,} messages (untimed, a class histogram every "
-                  f"{live.interval:g}s): peak {mib(live.peak)}", flush=True)
+                  f"{live.interval:g}s): peak {mib(live.peak)} of {live.counted} histograms counted, "
+                  f"{live.skipped} not (their collection skipped)", flush=True)
     sampler.switch("end")
     spark.stop()
     if args.fresh_processes:
@@ -845,7 +870,7 @@ def summarise(args: argparse.Namespace, n: int, info: dict[str, Any], results: d
               f"{mib(base.get('driver_old_gen_after_gc', 0))} at {n:,}, "
               f"{mib(linear['driver_old_gen_after_gc'])} at {args.linear_messages:,}")
     if live_heap:
-        print("driver live heap (peak of class histograms every 5s, untimed runs): "
+        print("driver live heap (peak of the class histograms whose collection ran, untimed runs): "
               + ", ".join(f"{mib(peak)} at {size:,}" for size, peak in live_heap.items()))
     if naive:
         print(f"naive outcomes: {naive['counts']} (uniqueness only within a pandas batch; a redelivery "
