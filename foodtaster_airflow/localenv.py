@@ -49,11 +49,6 @@ def with_cds(jvm_options: str, archive: Path | None) -> str:
     return f"{jvm_options} -XX:SharedArchiveFile={archive}"
 
 
-def small_jvm_options(archive: Path | None = CDS_ARCHIVE) -> str:
-    """SMALL_JVM_OPTIONS, plus the class-data-sharing archive when `archive` is a file."""
-    return with_cds(SMALL_JVM_OPTIONS, archive)
-
-
 def small_spark_conf(archive: Path | None = CDS_ARCHIVE, jvm_options: str = SMALL_JVM_OPTIONS) -> str:
     """A local env's FOODTASTER_SPARK_CONF: `jvm_options`, plus the class-data-sharing archive
     when `archive` is a file, on the driver and executors."""
