@@ -46,7 +46,7 @@ def with_cds(jvm_options: str, archive: Path | None) -> str:
     """`jvm_options`, plus the class-data-sharing archive when `archive` is a file."""
     if archive is None or not archive.is_file():
         return jvm_options
-    return f"{jvm_options} -XX:SharedArchiveFile={archive}"
+    return f"{jvm_options} -XX:SharedArchiveFile={archive}".lstrip()
 
 
 def small_spark_conf(archive: Path | None = CDS_ARCHIVE, jvm_options: str = SMALL_JVM_OPTIONS) -> str:
