@@ -46,8 +46,10 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 demo: $(STAMP) $(JAR) $(CDS)
 	$(BIN)/python -m foodtaster_airflow.demo
 
-# The engine alone: one generated batch through the Spark job, no Airflow.
+# The engine alone: one generated batch through the Spark job, no Airflow. Its Spark JVM (started by
+# spark-submit, which reads SPARK_SUBMIT_OPTS) maps the class-data-sharing archive when one was built.
 demo-engine: $(STAMP) $(JAR)
+	$(if $(wildcard $(CDS)),SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS -XX:SharedArchiveFile=$(abspath $(CDS))") \
 	$(BIN)/python -m foodtaster demo
 
 # Airflow standalone with the UI on http://localhost:8080 (admin / admin); AIRFLOW_PORT=8090 make airflow to move it

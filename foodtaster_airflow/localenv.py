@@ -46,17 +46,13 @@ def with_cds(jvm_options: str, archive: Path | None) -> str:
     """`jvm_options`, plus the class-data-sharing archive when `archive` is a file."""
     if archive is None or not archive.is_file():
         return jvm_options
-    return f"{jvm_options} -XX:SharedArchiveFile={archive}"
+    return f"{jvm_options} -XX:SharedArchiveFile={archive}".lstrip()
 
 
-def small_jvm_options(archive: Path | None = CDS_ARCHIVE) -> str:
-    """SMALL_JVM_OPTIONS, plus the class-data-sharing archive when `archive` is a file."""
-    return with_cds(SMALL_JVM_OPTIONS, archive)
-
-
-def small_spark_conf(archive: Path | None = CDS_ARCHIVE) -> str:
-    """A local env's FOODTASTER_SPARK_CONF: small_jvm_options on the driver and executors."""
-    jvm_options = small_jvm_options(archive)
+def small_spark_conf(archive: Path | None = CDS_ARCHIVE, jvm_options: str = SMALL_JVM_OPTIONS) -> str:
+    """A local env's FOODTASTER_SPARK_CONF: `jvm_options`, plus the class-data-sharing archive
+    when `archive` is a file, on the driver and executors."""
+    jvm_options = with_cds(jvm_options, archive)
     return ("spark.sql.shuffle.partitions=2,spark.ui.enabled=false,"
             "spark.ui.showConsoleProgress=false,"
             f"spark.driver.extraJavaOptions={jvm_options},"

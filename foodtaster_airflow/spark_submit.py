@@ -80,6 +80,18 @@ def parse_conf(text: str | None) -> dict[str, str]:
     return conf
 
 
+def submit_conf(python: str, deployment: str | None, task: dict[str, str] | None = None) -> dict[str, str]:
+    """The --conf of a job's spark-submit: `python` for the Python workers, the engine's JVM_CONF,
+    the `deployment`'s pairs (FOODTASTER_SPARK_CONF's text), the task's own, then the parser jar.
+    scripts/cds_archive.py trains the class-data-sharing archive on this same conf."""
+    from foodtaster.engine.spark import JVM_CONF, parser_jar
+
+    conf = {"spark.pyspark.python": python, **JVM_CONF, **parse_conf(deployment), **(task or {})}
+    # The strict line parser goes to the driver and every executor with the job.
+    conf["spark.jars"] = ",".join(filter(None, [parser_jar(), conf.get("spark.jars")]))
+    return conf
+
+
 def job_environment() -> dict[str, str]:
     """What spark-submit and its Python workers need: this interpreter (it has pandera
     and the contracts) and the deployment's lake and registry."""
@@ -108,18 +120,8 @@ class ValidateBatchOperator(SparkSubmitOperator):
         self.dataset = dataset
 
     def execute(self, context: Any) -> None:
-        from foodtaster.engine.spark import JVM_CONF, parser_jar
-
         env = job_environment()
-        conf = {
-            "spark.pyspark.python": env["PYSPARK_PYTHON"],
-            **JVM_CONF,
-            **parse_conf(os.environ.get(SPARK_CONF_ENV)),
-            **(self.conf or {}),
-        }
-        # The strict line parser goes to the driver and every executor with the job.
-        conf["spark.jars"] = ",".join(filter(None, [parser_jar(), conf.get("spark.jars")]))
-        self.conf = conf
+        self.conf = submit_conf(env["PYSPARK_PYTHON"], os.environ.get(SPARK_CONF_ENV), self.conf)
         self.env_vars = {**env, **(self.env_vars or {})}
         try:
             super().execute(context)

@@ -5,7 +5,7 @@
 A training run: spark-submit of the validate job on a generated 300-message batch, as a local
 env's Airflow task submits it, its JVM started with -XX:ArchiveClassesAtExit. The JVM writes the
 archive as it exits (about 26 s of CPU, once a checkout); later JVMs started with
--XX:SharedArchiveFile (foodtaster_airflow.localenv.small_jvm_options) map those classes instead
+-XX:SharedArchiveFile (foodtaster_airflow.localenv.small_spark_conf) map those classes instead
 of loading them from Spark's jars. The archive holds the class path it was made with: one made
 under another venv is stale, and the JVM falls back to loading every class.
 
@@ -26,29 +26,28 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the engine, when run from a checkout
 
 from foodtaster import sample  # noqa: E402
-from foodtaster.engine.spark import JVM_CONF, parser_jar  # noqa: E402
 from foodtaster.registry import PROJECT_ROOT  # noqa: E402
-from foodtaster_airflow.localenv import CDS_ARCHIVE, VENV_BIN, small_jvm_options, small_spark_conf  # noqa: E402
-from foodtaster_airflow.spark_submit import parse_conf  # noqa: E402
+from foodtaster_airflow.localenv import (  # noqa: E402
+    CDS_ARCHIVE,
+    LOCAL_SPARK,
+    SMALL_JVM_OPTIONS,
+    VENV_BIN,
+    small_spark_conf,
+)
+from foodtaster_airflow.spark_submit import submit_conf  # noqa: E402
 
 MESSAGES = 300
 
 
 def training_command(batch: Path, lake: Path, archive: Path) -> list[str]:
-    """The validate job's spark-submit as ValidateBatchOperator runs it in a local env, its JVM
-    writing `archive` at exit. The archive's own option is left out: a JVM that maps one cannot
-    write another."""
-    dump = f"{small_jvm_options(None)} -XX:ArchiveClassesAtExit={archive}"
-    conf = {
-        "spark.pyspark.python": sys.executable,
-        **JVM_CONF,
-        **parse_conf(small_spark_conf(None)),
-        "spark.driver.extraJavaOptions": dump,
-        "spark.executor.extraJavaOptions": dump,
-        "spark.jars": parser_jar(),
-    }
-    return [str(VENV_BIN / "spark-submit"), "--master", "local[2]",
+    """The validate job's spark-submit as ValidateBatchOperator runs it in a local env (its conf
+    from the operator's own submit_conf), its JVMs writing `archive` at exit in place of mapping
+    one: a JVM that maps an archive cannot write another."""
+    dump = f"{SMALL_JVM_OPTIONS} -XX:ArchiveClassesAtExit={archive}"
+    conf = submit_conf(sys.executable, small_spark_conf(None, dump))
+    return [str(VENV_BIN / "spark-submit"), "--master", LOCAL_SPARK["host"],
             *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
+            "--name", "foodtaster-validate-orders",
             str(PROJECT_ROOT / "spark_jobs" / "validate_batch.py"), "--dataset", "orders",
             "--input", str(batch), "--batch-id", "cds", "--batch-date", "2026-11-20",
             "--lake", str(lake), "--no-publish"]

@@ -73,10 +73,9 @@ def build_session(
         builder = builder.config("spark.sql.shuffle.partitions", "8")
         if not SparkConf().contains("spark.jars"):
             builder = builder.config("spark.jars", jar)
-        java_options = {key: jvm_options for key in JVM_CONF if key.endswith(".extraJavaOptions")}
-        for key, value in {**JVM_CONF, **java_options}.items():
+        for key, value in JVM_CONF.items():
             if not SparkConf().contains(key):
-                builder = builder.config(key, value)
+                builder = builder.config(key, jvm_options if key.endswith(".extraJavaOptions") else value)
     if test_mode:
         builder = builder.config("spark.ui.enabled", "false").config(
             "spark.sql.shuffle.partitions", "2"

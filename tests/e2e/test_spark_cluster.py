@@ -17,12 +17,14 @@ from e2e_support import ALERTING, DAG_ID, DATASET, fill_inbox
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake
 from foodtaster_airflow.localenv import (
+    CDS_ARCHIVE,
     VENV_BIN,
     LocalAirflow,
     free_port,
     small_spark_conf,
     start_group,
     stop_group,
+    with_cds,
 )
 
 pytestmark = pytest.mark.slow
@@ -49,8 +51,12 @@ def cluster(tmp_path_factory):
     """A Spark master and one worker, each in its own process group, stopped after."""
     home = tmp_path_factory.mktemp("spark")
     port, ui_port, worker_ui = free_port(), free_port(), free_port()
+    # The master's and worker's JVMs have spark-submit's class path: they map the archive too
+    # (their start to a registered worker: 7.7-9.3 -> 5.3-5.8 s of CPU).
+    daemon_options = with_cds(os.environ.get("SPARK_DAEMON_JAVA_OPTS", ""), CDS_ARCHIVE)
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1",
            "PYSPARK_PYTHON": sys.executable, "SPARK_LOG_DIR": str(home),
+           "SPARK_DAEMON_JAVA_OPTS": daemon_options,
            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     spark_class = str(VENV_BIN / "spark-class")
     master = worker = None
@@ -65,7 +71,7 @@ def cluster(tmp_path_factory):
             env, home / "worker.log")
         ui = f"http://127.0.0.1:{ui_port}"
         wait_for_workers(ui, 1, master, home / "worker.log")
-        yield {"master": f"spark://127.0.0.1:{port}", "port": port, "ui": ui}
+        yield {"master": f"spark://127.0.0.1:{port}", "port": port, "ui": ui, "home": home}
     finally:
         stop_group(worker)
         stop_group(master)
@@ -113,6 +119,12 @@ def test_validate_on_a_standalone_cluster_gives_the_local_partitions(cluster, tm
         env=af.env(), capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    if CDS_ARCHIVE.is_file():  # the master, the worker and the executors it started mapped it
+        logs = [cluster["home"] / "master.log", cluster["home"] / "worker.log",
+                *(cluster["home"] / "work").glob("*/*/std*")]
+        assert len(logs) > 2 and not [log for log in logs if "Unable to use shared archive"
+                                      in log.read_text(errors="replace")], logs
 
     cluster_valid = table_rows(the_lake.valid(DATASET, DATE, BATCH_ID))
     local_valid = table_rows(local.staged_valid(DATASET, DATE, BATCH_ID))
