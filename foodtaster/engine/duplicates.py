@@ -21,21 +21,45 @@ from foodtaster.engine.reasons import check
 KEYS_PER_TASK = 250_000
 
 
-def repeated_keys(rows: DataFrame, key: str, messages: int | None = None) -> DataFrame:
+KEY_HASH = "_key_hash"  # a 64-bit hash of the key, null where the key is
+
+
+def key_hash(key: str) -> Column:
+    """`KEY_HASH` of a row. Null on a null key, which never repeats (`xxhash64` of null is its
+    seed, not null)."""
+    return F.when(F.col(key).isNotNull(), F.xxhash64(key))
+
+
+def repeated_hashes(rows: DataFrame, key: str, messages: int | None = None) -> DataFrame:
+    """One row (`KEY_HASH`) a key hash that occurs more than once: the repeated keys and the
+    rare collision. The batch-wide shuffle of the duplicates, carrying the hash, not the key.
+
+    The hashes are repartitioned by hash before they are counted, so the map side builds no
+    hash map (the keys are nearly all distinct). Given the batch's `messages`, into a partition
+    a `KEYS_PER_TASK` hashes, so what a task holds does not grow with the batch; without it,
+    into Spark's shuffle partitions (a small frame: a redrive, a test).
+    """
+    partitions = [max(1, math.ceil(messages / KEYS_PER_TASK))] if messages else []
+    hashes = rows.select(key_hash(key).alias(KEY_HASH)).where(F.col(KEY_HASH).isNotNull())
+    return (
+        hashes.repartition(*partitions, KEY_HASH)
+        .groupBy(KEY_HASH).count().where(F.col("count") > 1).select(KEY_HASH)
+    )
+
+
+def repeated_keys(rows: DataFrame, key: str, messages: int | None = None,
+                  hashes: DataFrame | None = None) -> DataFrame:
     """One row a key that occurs more than once: how many copies, how many distinct
     byte contents, and the first copy's row id. As small as the duplicates are.
 
-    The batch-wide shuffle carries a 64-bit hash of each key, not the key; only rows whose
-    hash repeats (the duplicates and the rare collision) are then grouped by the key itself.
-    Given the batch's `messages`, that shuffle has a partition a `KEYS_PER_TASK` hashes, so
-    what a task holds does not grow with the batch.
+    Only rows whose hash repeats (`repeated_hashes`, or the `hashes` given) are grouped by the
+    key itself. Given `hashes` found on the whole batch, `rows` need only hold every row whose
+    hash is among them (the job passes its small set of suspect rows).
     """
-    keyed = rows.where(F.col(key).isNotNull()).withColumn("_key_hash", F.xxhash64(key))
-    hashes = keyed if messages is None else keyed.select("_key_hash").repartition(
-        max(1, math.ceil(messages / KEYS_PER_TASK)), "_key_hash")
-    repeated_hashes = hashes.groupBy("_key_hash").count().where(F.col("count") > 1).select("_key_hash")
+    hashes = repeated_hashes(rows, key, messages) if hashes is None else hashes
     return (
-        keyed.join(F.broadcast(repeated_hashes), "_key_hash", "left_semi")
+        rows.where(F.col(key).isNotNull()).withColumn(KEY_HASH, key_hash(key))
+        .join(F.broadcast(hashes), KEY_HASH, "left_semi")
         .groupBy(key)
         .agg(
             F.count_distinct("_raw").alias("_variants"),
@@ -43,6 +67,20 @@ def repeated_keys(rows: DataFrame, key: str, messages: int | None = None) -> Dat
             F.min("_row_id").alias("_first_copy"),
         )
         .where(F.col("_copies") > 1)
+    )
+
+
+def suspects(rows: DataFrame, key: str | None, hashes: DataFrame | None) -> DataFrame:
+    """The rows whose verdict the rest of the batch can change or that failed: `_failed`, or
+    their key's hash among the repeated `hashes` (`repeated_hashes`). About 2% of a batch; all
+    the held groups' poison and all the copies of every repeated key are among them."""
+    if key is None or hashes is None:
+        return rows.where(F.col("_failed"))
+    repeats = hashes.select(F.col(KEY_HASH).alias("_repeat_hash"))
+    return (
+        rows.join(F.broadcast(repeats), key_hash(key) == F.col("_repeat_hash"), "left")
+        .where(F.col("_failed") | F.col("_repeat_hash").isNotNull())
+        .drop("_repeat_hash")
     )
 
 

@@ -6,7 +6,7 @@ from conftest import lines_frame
 from pyspark.sql import functions as F
 
 from contracts.orders import Orders
-from foodtaster.engine.duplicates import KEYS_PER_TASK, repeated_keys
+from foodtaster.engine.duplicates import KEYS_PER_TASK, repeated_hashes, repeated_keys, suspects
 from foodtaster.engine.job import decide_outcomes, flag_lines, with_reasons
 from foodtaster.engine.rules import read_contract
 
@@ -62,3 +62,20 @@ def test_the_key_count_is_split_by_the_batch_size_with_the_same_result(spark):
     assert len(found(split)) == 7  # every key but "solo" repeats
     plan = split._jdf.queryExecution().executedPlan().toString()
     assert re.search(r"hashpartitioning\(_key_hash#\d+L, 4\), REPARTITION_BY_NUM", plan), plan
+
+
+def test_the_suspects_hold_every_failed_row_and_every_copy_and_give_the_same_repeated_keys(spark):
+    lines = [BASE % ("m1", 5), BASE % ("m1", 6), BASE % ("m2", 5), BASE % ("m3", -1),
+             BASE % ("m4", 5), BASE % ("m4", 5), '{"amount": 1}', '{"amount": 2}']
+    flagged = flag_lines(lines_frame(spark, [line.encode() for line in lines]), CONTRACT, 1 << 20)
+    hashes = repeated_hashes(flagged, "message_id")
+    suspect = suspects(flagged, "message_id", hashes)
+
+    def found(repeated):
+        return sorted(tuple(r) for r in repeated.orderBy("message_id").collect())
+
+    # m1 and m4 repeat, m3 failed, the two lines without a key failed: m2 alone is left out
+    assert sorted(r.message_id or "" for r in suspect.collect()) == ["", "", "m1", "m1", "m3", "m4", "m4"]
+    whole = found(repeated_keys(flagged, "message_id"))
+    assert found(repeated_keys(suspect, "message_id", hashes=hashes)) == whole
+    assert [r[0] for r in whole] == ["m1", "m4"]
