@@ -17,7 +17,7 @@ from typing import Any
 
 import fsspec
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 
@@ -385,10 +385,15 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         kept = _keep(extras.mark(flag_lines(lines, contract, config.max_message_bytes, poison)), held)
         fault_point("flagged")
         # The split offsets and the key hashes read the copy as kept: the group hold's join
-        # changes neither, and would run again in each of their scans.
-        offsets = _persist(ingest.split_offsets(kept), held)  # one row a file split
-        ingested_at = _ingested_at(manifest, offsets)
-        lines_read = offsets.agg(F.sum("_split_lines")).first()[0] or 0
+        # changes neither, and would run again in each of their scans. The offsets (one row a
+        # file split) are collected once: the lines read and the files' newest time come from
+        # those rows, and the writes join them back as a local table, not a persisted frame
+        # that each action planned and ran again as Spark jobs of its own.
+        splits = ingest.split_offsets(kept)
+        split_rows = splits.collect()
+        offsets = spark.createDataFrame(split_rows, splits.schema)
+        ingested_at = _ingested_at(manifest, split_rows)
+        lines_read = sum(row["_split_lines"] for row in split_rows)
         too_large = sum(len(f.get("too_large", [])) for f in (manifest or {}).get("files", []))
         # before anything is written
         _check_manifest(manifest, lines_read + too_large, config.name, run.batch_id)
@@ -594,15 +599,17 @@ def _check_manifest(manifest: dict[str, Any] | None, lines_read: int, dataset: s
         )
 
 
-def _ingested_at(manifest: dict[str, Any] | None, offsets: DataFrame) -> datetime:
+def _ingested_at(manifest: dict[str, Any] | None, split_rows: list[Row]) -> datetime:
     """When the batch landed: the manifest's time, else the newest input file's.
 
     Either is the same on a rerun, so rerunning a batch rewrites identical partitions.
     """
     if manifest and manifest.get("landed_at"):
         return datetime.fromisoformat(manifest["landed_at"]).astimezone(UTC)
-    newest = offsets.agg(F.max("_split_modified_at").cast("long")).first()[0]
-    return datetime.fromtimestamp(newest or 0, UTC)
+    # PySpark gives a timestamp as the local time of its instant: .timestamp() is that instant.
+    times = [int(row["_split_modified_at"].timestamp()) for row in split_rows
+             if row["_split_modified_at"] is not None]
+    return datetime.fromtimestamp(max(times, default=0), UTC)
 
 
 def _unread_items(

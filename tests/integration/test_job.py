@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -264,3 +265,16 @@ def test_a_small_broadcast_table_takes_a_small_page_of_the_heap(spark):
     joined = rows.join(F.broadcast(small), "key", "left").agg(F.sum("hit")).first()[0]
     assert joined == 10
     assert memory.storageMemoryUsed() - before <= 2 * memory.pageSizeBytes()
+
+
+def test_without_a_manifest_the_batch_landed_when_its_newest_file_was_written(spark, batch, tasted):
+    inbox, _ = batch
+    run, summary = tasted
+    assert not (Path(inbox) / "_manifest.json").exists()
+    newest = max(int(p.stat().st_mtime) for p in Path(inbox).iterdir())
+    landed = datetime.fromtimestamp(newest, UTC)
+    assert summary["ingested_at"] == landed.isoformat()
+    valid, quarantine = _outputs(spark, run)
+    for rows in (valid, quarantine):
+        times = {r[0] for r in rows.select(F.unix_timestamp("_ingested_at")).distinct().collect()}
+        assert times == {newest}
