@@ -37,6 +37,11 @@ def _landed(key: str) -> str:
     return "{{ ti.xcom_pull(task_ids='land')['" + key + "'] }}"
 
 
+def job_name(dataset: str) -> str:
+    """The validation job's Spark application name, as the cluster's UI lists it."""
+    return f"foodtaster-validate-{dataset}"
+
+
 def job_arguments(dataset: str) -> list[str]:
     """The job's command line, rendered from the land task's result at run time."""
     return [
@@ -115,7 +120,7 @@ class ValidateBatchOperator(SparkSubmitOperator):
     def __init__(self, *, dataset: str, conn_id: str = "spark_default", arguments: list[str] | None = None,
                  **kwargs: Any) -> None:
         """`arguments`: another job's command line (the redrive's); default the validation job's."""
-        kwargs.setdefault("name", f"foodtaster-validate-{dataset}")
+        kwargs.setdefault("name", job_name(dataset))
         super().__init__(conn_id=conn_id, application_args=arguments or job_arguments(dataset), **kwargs)
         self.dataset = dataset
 

@@ -34,7 +34,7 @@ from foodtaster_airflow.localenv import (  # noqa: E402
     VENV_BIN,
     small_spark_conf,
 )
-from foodtaster_airflow.spark_submit import submit_conf  # noqa: E402
+from foodtaster_airflow.spark_submit import job_name, submit_conf  # noqa: E402
 
 MESSAGES = 300
 
@@ -47,7 +47,7 @@ def training_command(batch: Path, lake: Path, archive: Path) -> list[str]:
     conf = submit_conf(sys.executable, small_spark_conf(None, dump))
     return [str(VENV_BIN / "spark-submit"), "--master", LOCAL_SPARK["host"],
             *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
-            "--name", "foodtaster-validate-orders",
+            "--name", job_name("orders"),
             str(PROJECT_ROOT / "spark_jobs" / "validate_batch.py"), "--dataset", "orders",
             "--input", str(batch), "--batch-id", "cds", "--batch-date", "2026-11-20",
             "--lake", str(lake), "--no-publish"]

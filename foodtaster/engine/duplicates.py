@@ -47,8 +47,7 @@ def repeated_hashes(rows: DataFrame, key: str, messages: int | None = None) -> D
     )
 
 
-def repeated_keys(rows: DataFrame, key: str, messages: int | None = None,
-                  hashes: DataFrame | None = None) -> DataFrame:
+def repeated_keys(rows: DataFrame, key: str, hashes: DataFrame | None = None) -> DataFrame:
     """One row a key that occurs more than once: how many copies, how many distinct
     byte contents, and the first copy's row id. As small as the duplicates are.
 
@@ -56,7 +55,7 @@ def repeated_keys(rows: DataFrame, key: str, messages: int | None = None,
     key itself. Given `hashes` found on the whole batch, `rows` need only hold every row whose
     hash is among them (the job passes its small set of suspect rows).
     """
-    hashes = repeated_hashes(rows, key, messages) if hashes is None else hashes
+    hashes = repeated_hashes(rows, key) if hashes is None else hashes
     return (
         rows.where(F.col(key).isNotNull()).withColumn(KEY_HASH, key_hash(key))
         .join(F.broadcast(hashes), KEY_HASH, "left_semi")

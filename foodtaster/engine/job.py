@@ -406,7 +406,7 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         # repeated keys' copies are all there, so neither is looked for in a scan of every row.
         hashes = _persist(repeated_hashes(kept, key, lines_read), held) if key else None
         suspect = _keep(suspects(kept, key, hashes), held)
-        flagged = extras.hold(kept, run.batch_id, lambda small: _persist(small, held), suspect)
+        flagged = extras.hold(kept, suspect, run.batch_id, lambda small: _persist(small, held))
         repeated = _persist(repeated_keys(suspect, key, hashes=hashes), held) if key else None
         # Counted where they are dropped: every byte-identical copy but the first of a key.
         duplicates_dropped = 0 if repeated is None else (

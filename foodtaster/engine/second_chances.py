@@ -45,19 +45,18 @@ class Extras:
         """The reference checks, in the pass: one broadcast join a reference."""
         return references.mark_references(rows, self.keyed) if self.keyed else rows
 
-    def hold(self, flagged: DataFrame, batch_id: str, keep: Callable[[DataFrame], DataFrame],
-             failed: DataFrame | None = None) -> DataFrame:
+    def hold(self, flagged: DataFrame, failed: DataFrame, batch_id: str,
+             keep: Callable[[DataFrame], DataFrame]) -> DataFrame:
         """Hold the later messages of groups with a poison message (this batch's or open ones).
-        `keep` persists the small table of held groups, read by every later action. `failed`,
-        when given, holds at least every failed row of `flagged` (a small kept set): the poison
-        is looked for there, not in a scan of every row."""
+        The poison is looked for in `failed`, a small kept set holding at least every failed row
+        of `flagged`, not in a scan of every row. `keep` persists the small table of held groups,
+        read by every later action."""
         if not self.config.group_by:
             return flagged
         by, order = self.config.group_by, self.config.order_by
         # A rerun judges the batch's own messages again: its earlier poison holds nothing now.
         others = groups.open_frame(flagged.sparkSession, [p for p in self.opened if p.batch_id != batch_id])
-        poison_from = flagged if failed is None else failed
-        held_groups = keep(groups.holding(poison_from, others, by, order, batch_id))
+        held_groups = keep(groups.holding(failed, others, by, order, batch_id))
         return groups.mark_held(flagged, held_groups, by, order)
 
     def checks(self) -> list[Check]:

@@ -57,7 +57,7 @@ def test_the_key_count_is_split_by_the_batch_size_with_the_same_result(spark):
     def found(repeated):
         return sorted(tuple(r) for r in repeated.orderBy("message_id").collect())
 
-    split = repeated_keys(flagged, "message_id", messages)
+    split = repeated_keys(flagged, "message_id", hashes=repeated_hashes(flagged, "message_id", messages))
     assert found(split) == found(repeated_keys(flagged, "message_id"))
     assert len(found(split)) == 7  # every key but "solo" repeats
     plan = split._jdf.queryExecution().executedPlan().toString()
