@@ -14,10 +14,12 @@ import pandas as pd
 import pandera.pandas as pa  # noqa: F401  (pandera must be imported before extensions)
 from pandera.api.extensions import register_check_method
 
-# ISO-8601 date-time with a zone: `Z` or an offset below 24 hours; up to microseconds.
+# ISO-8601 date-time with a zone: `Z` or an offset within ±18:00; up to microseconds.
+# Offsets stop at 18 hours as java.time's do: Spark writes a timestamp with a larger offset
+# as null, which a valid row must never hold (clocks use -12:00..+14:00).
 # Unanchored: Python matches it with fullmatch, Java between `^` and `\z`.
 ISO_TIMESTAMP_PATTERN = (
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-](0[0-9]|1[0-7]):[0-5][0-9]|[+-]18:00)"
 )
 _ISO_TIMESTAMP = re.compile(ISO_TIMESTAMP_PATTERN)
 COMPARISONS = {

@@ -70,6 +70,18 @@ def test_timestamps_need_a_zone_and_ascii_digits(spark, value):
     assert got == [{"created_at.iso_timestamp"}]
 
 
+def test_a_timestamp_passes_only_where_it_is_written_as_one(spark):
+    """Offsets stop at ±18:00 and years start at 0001: past them Spark's timestamp is null, or
+    pandera's reference has no such date. A passing row's created_at is never written as a null."""
+    values = ["2026-11-20T10:00:00+18:00", "2026-11-20T10:00:00-18:00", "2026-11-20T10:00:00+18:01",
+              "2026-11-20T10:00:00+20:00", "2026-11-20T10:00:00-23:59", "0000-01-01T00:00:00Z"]
+    got, rows = verdicts(spark, [{**GOOD, "created_at": value} for value in values])
+    bad = {"created_at.iso_timestamp"}
+    assert got == [set(), set(), bad, bad, bad, bad]
+    written = [str(r["created_at"]) for r in rows if not r["_reasons"]]
+    assert written == ["2026-11-19 16:00:00", "2026-11-21 04:00:00"]
+
+
 def test_rule_ids_are_stable_and_readable():
     ge = rule_id("amount", "greater_than_or_equal_to", {"min_value": 0})
     assert ge == "amount.greater_than_or_equal_to(0)"
