@@ -69,20 +69,6 @@ def repeated_keys(rows: DataFrame, key: str, hashes: DataFrame | None = None) ->
     )
 
 
-def suspects(rows: DataFrame, key: str | None, hashes: DataFrame | None) -> DataFrame:
-    """The rows whose verdict the rest of the batch can change or that failed: `_failed`, or
-    their key's hash among the repeated `hashes` (`repeated_hashes`). About 2% of a batch; all
-    the held groups' poison and all the copies of every repeated key are among them."""
-    if key is None or hashes is None:
-        return rows.where(F.col("_failed"))
-    repeats = hashes.select(F.col(KEY_HASH).alias("_repeat_hash"))
-    return (
-        rows.join(F.broadcast(repeats), key_hash(key) == F.col("_repeat_hash"), "left")
-        .where(F.col("_failed") | F.col("_repeat_hash").isNotNull())
-        .drop("_repeat_hash")
-    )
-
-
 def mark_duplicates(rows: DataFrame, key: str, repeated: DataFrame | None = None) -> DataFrame:
     """Add `_redelivery` (true for a copy to drop) and `_conflict` (its reasons: none or one).
 

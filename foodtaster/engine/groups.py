@@ -15,13 +15,14 @@ telling whether it comes after the poison.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from foodtaster.engine.reasons import Check, check
 from foodtaster.state.groups import RULE, Poison
 
+GROUP_HASH = "_group_hash"
 HELD = "_group_held"  # why a row is held (the poison named), null when it is not
 OPEN = StructType([
     StructField("group", StringType(), False),
@@ -41,6 +42,22 @@ def open_frame(spark: SparkSession, poison: list[Poison]) -> DataFrame | None:
 
 def _name(message_id: str | None, batch_id: str) -> str:
     return f"message {message_id or '(no readable message_id)'} of batch {batch_id}"
+
+
+def group_hash(group_by: str) -> Column:
+    """A 64-bit hash of a row's group key as the held groups spell it (a string), null where
+    the row has none: such a row is never held."""
+    key = F.col(group_by).cast("string")
+    return F.when(key.isNotNull(), F.xxhash64(key))
+
+
+def poisoned_groups(failed: DataFrame, opened: DataFrame | None) -> DataFrame:
+    """The group hashes that may hold a row of the batch (`GROUP_HASH`, each once): its failed
+    rows' groups (`failed`: one column of `group_hash`es) and the open groups (`open_frame`)."""
+    found = failed.select(F.col(failed.columns[0]).alias(GROUP_HASH))
+    if opened is not None:
+        found = found.unionByName(opened.select(F.xxhash64("group").alias(GROUP_HASH)))
+    return found.where(F.col(GROUP_HASH).isNotNull()).distinct()
 
 
 def holding(rows: DataFrame, opened: DataFrame | None, group_by: str, order_by: str,

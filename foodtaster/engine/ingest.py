@@ -54,23 +54,22 @@ def read_lines(spark: SparkSession, path: str, line_read_bytes: int | None = Non
     )
 
 
-def split_offsets(lines: DataFrame) -> DataFrame:
+def split_offsets(lines: DataFrame, *also: Column) -> DataFrame:
     """One row a file split: its first row id, its line count, how many lines of its file
-    precede it, and its file's modification time.
+    precede it, and its file's modification time; and the aggregates `also` of its rows,
+    named as given (the job gathers its failed rows' groups in the same scan).
 
     As small as the number of splits; the caller broadcasts it back onto the rows.
     """
     per_split = lines.groupBy(*SPLIT_KEYS).agg(
         F.min("_row_id").alias("_first_row_id"), F.count("*").alias("_split_lines"),
-        F.max("_modified_at").alias("_split_modified_at"),
+        F.max("_modified_at").alias("_split_modified_at"), *also,
     )
     earlier = Window.partitionBy("_source_file").orderBy("_split_start").rowsBetween(
         Window.unboundedPreceding, -1
     )
     return per_split.select(
-        *SPLIT_KEYS,
-        "_first_row_id", "_split_lines", "_split_modified_at",
-        F.coalesce(F.sum("_split_lines").over(earlier), F.lit(0)).alias("_lines_before"),
+        "*", F.coalesce(F.sum("_split_lines").over(earlier), F.lit(0)).alias("_lines_before"),
     )
 
 

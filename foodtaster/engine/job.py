@@ -22,8 +22,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 
 from foodtaster.engine import crash, ingest, layers, listed, rules, second_chances
-from foodtaster.engine.duplicates import mark_duplicates, repeated_hashes, repeated_keys, suspects
+from foodtaster.engine.duplicates import key_hash, mark_duplicates, repeated_hashes, repeated_keys
 from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
+from foodtaster.engine.suspects import Watch, cleared, suspects
 from foodtaster.logs import batch_logger
 from foodtaster.ops.policy import decide
 from foodtaster.registry import DatasetConfig
@@ -50,9 +51,10 @@ VALID, QUARANTINED, DUPLICATE = "valid", "quarantined", "duplicate"
 # What `explain` reads, in one struct a row (`_verdict_columns`), null on a row that passed the
 # pass: such a row has no field reasons to give, even when it is failed later (held for its
 # group, a missing reference, a conflicting duplicate). Most rows pass, so the kept pass that
-# the job scans in full five times is narrower: at 500k, the job's CPU without the gate fell by 12%
+# the job scans in full four times is narrower: at 500k, the job's CPU without the gate fell by 12%
 # (25.7 to 22.5 s, mean of three interleaved warm runs; bench/README.md).
 VERDICT = "_verdict"
+FAILED_GROUPS = "_failed_groups"  # the group hashes of a split's failed rows
 
 
 def flag_lines(
@@ -384,14 +386,16 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         # The one pass over every message; all that follows reads this copy, not the input.
         kept = _keep(extras.mark(flag_lines(lines, contract, config.max_message_bytes, poison)), held)
         fault_point("flagged")
-        # The split offsets and the key hashes read the copy as kept: the group hold's join
-        # changes neither, and would run again in each of their scans. The offsets (one row a
-        # file split) are collected once: the lines read and the files' newest time come from
-        # those rows, and the writes join them back as a local table, not a persisted frame
-        # that each action planned and ran again as Spark jobs of its own.
-        splits = ingest.split_offsets(kept)
-        split_rows = splits.collect()
-        offsets = spark.createDataFrame(split_rows, splits.schema)
+        # The split offsets and the failed rows' groups, in one scan of the kept pass: one row a
+        # file split, collected once. The lines read and the files' newest time come from those
+        # rows, and the writes join them back as a local table.
+        group_hash = extras.group_hash()
+        also = [] if group_hash is None else [
+            F.collect_set(F.when(F.col("_failed"), group_hash)).alias(FAILED_GROUPS)]
+        splits = _persist(ingest.split_offsets(kept, *also), held)
+        per_split = splits.drop(FAILED_GROUPS)
+        split_rows = per_split.collect()
+        offsets = spark.createDataFrame(split_rows, per_split.schema)
         ingested_at = _ingested_at(manifest, split_rows)
         lines_read = sum(row["_split_lines"] for row in split_rows)
         too_large = sum(len(f.get("too_large", [])) for f in (manifest or {}).get("files", []))
@@ -401,45 +405,49 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
 
         mark = time.perf_counter()
         key = unique_key(contract)
-        # The batch-wide count of key hashes (small: the hashes that repeat), then one small kept
-        # set of the rows that failed or whose key hash repeats: the held groups' poison and the
-        # repeated keys' copies are all there, so neither is looked for in a scan of every row.
+        # What other rows can change, as sets of hashes: the key hashes that repeat (the
+        # batch-wide count) and the groups a poison message may hold. The rows they watch and
+        # the failed rows are the suspects (a few percent), kept and judged alone; every other
+        # row is valid as it stands, and is written without a join but its line numbers.
         hashes = _persist(repeated_hashes(kept, key, lines_read), held) if key else None
-        suspect = _keep(suspects(kept, key, hashes), held)
-        flagged = extras.hold(kept, suspect, run.batch_id, lambda small: _persist(small, held))
+        watches: list[Watch] = [] if hashes is None else [(key_hash(key), hashes)]
+        if also:
+            failed_groups = splits.select(F.explode(FAILED_GROUPS).alias(FAILED_GROUPS))
+            watches.append(extras.group_watch(_persist(failed_groups, held), run.batch_id))
+        suspect = _keep(suspects(kept, watches), held)
+        flagged = extras.hold(suspect, suspect, run.batch_id, lambda small: _persist(small, held))
         repeated = _persist(repeated_keys(suspect, key, hashes=hashes), held) if key else None
+
+        skipped = None if broker else ingest.skipped_lines(spark, (manifest or {}).get("files", []))
+
+        def numbered(rows: DataFrame) -> DataFrame:  # a broker message's number is its sequence
+            rows = rows.drop("_split_start") if broker else ingest.with_line_numbers(rows, offsets, skipped)
+            return rows.select(
+                "*", F.lit(run.batch_id).alias("_batch_id"),
+                F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
+            )
+
+        judged = _keep(numbered(decide_outcomes(flagged, contract, repeated)), held)
+        outcomes = dict(judged.groupBy("_outcome").count().collect())
         # Counted where they are dropped: every byte-identical copy but the first of a key.
-        duplicates_dropped = 0 if repeated is None else (
-            repeated.where(F.col("_variants") == 1).agg(F.sum(F.col("_copies") - 1)).first()[0] or 0
-        )
+        duplicates_dropped = outcomes.get(DUPLICATE, 0)
         timings["duplicates_s"] = time.perf_counter() - mark
-        decided = decide_outcomes(flagged, contract, repeated)
-        if broker:  # a message's line number is its stream sequence
-            numbered = decided.drop("_split_start")
-        else:
-            skipped = ingest.skipped_lines(spark, (manifest or {}).get("files", []))
-            numbered = ingest.with_line_numbers(decided, offsets, skipped)
-        rows = numbered.select(
-            "*", F.lit(run.batch_id).alias("_batch_id"),
-            F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
-        )
         mark = time.perf_counter()
-        # Kept apart, the quarantine's reasons compile into their own small stage; in the same
-        # stage as the scan, their code slowed every row of the batch (500k, warm, best of five:
-        # quarantine written in 1.3 s kept apart, 1.5 s read through).
-        to_quarantine = _keep(with_outcome(rows, QUARANTINED), held)
-        quarantine = quarantine_rows(to_quarantine, contract, config.max_message_bytes, extras.checks())
+        quarantine = quarantine_rows(with_outcome(judged, QUARANTINED), contract, config.max_message_bytes,
+                                     extras.checks())
         unread = _unread_items(spark, run.input_path, manifest, config)
         if unread is not None:
             quarantine = quarantine.unionByName(
                 unreadable_rows(unread, run.batch_id, ingested_at), allowMissingColumns=True
             )
+        valid = valid_rows(numbered(cleared(kept, watches)), contract).unionByName(
+            valid_rows(with_outcome(judged, VALID), contract))
 
         run_valid, run_quarantine = (
             lake.run_output(zone, config.name, run.batch_date, run.batch_id, run.run_id)
             for zone in ("valid", "quarantine")
         )
-        valid_rows(with_outcome(rows, VALID), contract).write.mode("overwrite").parquet(run_valid)
+        valid.write.mode("overwrite").parquet(run_valid)
         quarantine.write.mode("overwrite").parquet(run_quarantine)
         timings["write_s"] = time.perf_counter() - mark
         fault_point("written")

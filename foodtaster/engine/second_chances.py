@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, timedelta
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 
 from foodtaster import contract_references
 from foodtaster.engine import groups, references, retry
 from foodtaster.engine.reasons import Check
+from foodtaster.engine.suspects import Watch
 from foodtaster.logs import BatchLogger
 from foodtaster.registry import DatasetConfig, RegistryError
 from foodtaster.state.dispositions import Dispositions
@@ -54,10 +55,27 @@ class Extras:
         if not self.config.group_by:
             return flagged
         by, order = self.config.group_by, self.config.order_by
-        # A rerun judges the batch's own messages again: its earlier poison holds nothing now.
-        others = groups.open_frame(flagged.sparkSession, [p for p in self.opened if p.batch_id != batch_id])
+        others = self._others(flagged.sparkSession, batch_id)
         held_groups = keep(groups.holding(failed, others, by, order, batch_id))
         return groups.mark_held(flagged, held_groups, by, order)
+
+    def group_hash(self) -> Column | None:
+        """A row's group hash (`groups.group_hash`), or None without `group_by`."""
+        return groups.group_hash(self.config.group_by) if self.config.group_by else None
+
+    def group_watch(self, failed_groups: DataFrame, batch_id: str) -> Watch | None:
+        """What `suspects` watches for the group hold: the hashes of every group that may hold
+        a row of the batch, its failed rows' (`failed_groups`, one column of group hashes) and
+        the open groups'; None without `group_by`."""
+        if not self.config.group_by:
+            return None
+        others = self._others(failed_groups.sparkSession, batch_id)
+        return groups.group_hash(self.config.group_by), groups.poisoned_groups(failed_groups, others)
+
+    def _others(self, spark: SparkSession, batch_id: str) -> DataFrame | None:
+        """The open groups' poison from other batches: a rerun judges the batch's own messages
+        again, so its earlier poison holds nothing now."""
+        return groups.open_frame(spark, [p for p in self.opened if p.batch_id != batch_id])
 
     def checks(self) -> list[Check]:
         found = references.reference_checks([ref for ref, _ in self.keyed])

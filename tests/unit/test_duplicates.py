@@ -6,9 +6,10 @@ from conftest import lines_frame
 from pyspark.sql import functions as F
 
 from contracts.orders import Orders
-from foodtaster.engine.duplicates import KEYS_PER_TASK, repeated_hashes, repeated_keys, suspects
+from foodtaster.engine.duplicates import KEYS_PER_TASK, key_hash, repeated_hashes, repeated_keys
 from foodtaster.engine.job import decide_outcomes, flag_lines, with_reasons
 from foodtaster.engine.rules import read_contract
+from foodtaster.engine.suspects import cleared, suspects
 
 CONTRACT = read_contract(Orders)
 BASE = ('{"message_id": "%s", "order_id": "o", "customer_id": "c", "amount": %s, "currency": "USD", '
@@ -69,13 +70,14 @@ def test_the_suspects_hold_every_failed_row_and_every_copy_and_give_the_same_rep
              BASE % ("m4", 5), BASE % ("m4", 5), '{"amount": 1}', '{"amount": 2}']
     flagged = flag_lines(lines_frame(spark, [line.encode() for line in lines]), CONTRACT, 1 << 20)
     hashes = repeated_hashes(flagged, "message_id")
-    suspect = suspects(flagged, "message_id", hashes)
+    suspect = suspects(flagged, [(key_hash("message_id"), hashes)])
 
     def found(repeated):
         return sorted(tuple(r) for r in repeated.orderBy("message_id").collect())
 
     # m1 and m4 repeat, m3 failed, the two lines without a key failed: m2 alone is left out
     assert sorted(r.message_id or "" for r in suspect.collect()) == ["", "", "m1", "m1", "m3", "m4", "m4"]
+    assert [r.message_id for r in cleared(flagged, [(key_hash("message_id"), hashes)]).collect()] == ["m2"]
     whole = found(repeated_keys(flagged, "message_id"))
     assert found(repeated_keys(suspect, "message_id", hashes=hashes)) == whole
     assert [r[0] for r in whole] == ["m1", "m4"]
