@@ -38,6 +38,7 @@ def test_great_expectations_is_imported_ahead_on_a_thread_in_a_fresh_process():
         "from foodtaster.engine.gate import _GX_MODULES, import_ahead\n"
         "assert not any(m in sys.modules for m in _GX_MODULES), 'loaded before'\n"
         "thread = import_ahead()\n"
+        "assert import_ahead() is thread, 'a second thread'\n"
         "thread.join(120)\n"
         "assert not thread.is_alive() and all(m in sys.modules for m in _GX_MODULES)\n"
     )
