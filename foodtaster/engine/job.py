@@ -420,7 +420,7 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
             failed_groups = splits.select(F.explode(FAILED_GROUPS).alias(FAILED_GROUPS))
             watches.append(extras.group_watch(_persist(failed_groups, held), run.batch_id))
         suspect = _keep(suspects(kept, watches), held)
-        flagged = extras.hold(suspect, suspect, run.batch_id, lambda small: _persist(small, held))
+        flagged = extras.hold(suspect, run.batch_id, lambda small: _persist(small, held))
         repeated = _persist(repeated_keys(suspect, key, hashes=hashes), held) if key else None
 
         skipped = None if broker else ingest.skipped_lines(spark, (manifest or {}).get("files", []))

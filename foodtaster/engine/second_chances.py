@@ -46,18 +46,17 @@ class Extras:
         """The reference checks, in the pass: one broadcast join a reference."""
         return references.mark_references(rows, self.keyed) if self.keyed else rows
 
-    def hold(self, flagged: DataFrame, failed: DataFrame, batch_id: str,
-             keep: Callable[[DataFrame], DataFrame]) -> DataFrame:
-        """Hold the later messages of groups with a poison message (this batch's or open ones).
-        The poison is looked for in `failed`, a small kept set holding at least every failed row
-        of `flagged`, not in a scan of every row. `keep` persists the small table of held groups,
+    def hold(self, suspects: DataFrame, batch_id: str, keep: Callable[[DataFrame], DataFrame]) -> DataFrame:
+        """Hold the later messages of groups with a poison message (this batch's or open ones),
+        among `suspects`: a small kept set with every failed row of the batch and every row of a
+        group that may be held (`group_watch`). `keep` persists the small table of held groups,
         read by every later action."""
         if not self.config.group_by:
-            return flagged
+            return suspects
         by, order = self.config.group_by, self.config.order_by
-        others = self._others(flagged.sparkSession, batch_id)
-        held_groups = keep(groups.holding(failed, others, by, order, batch_id))
-        return groups.mark_held(flagged, held_groups, by, order)
+        others = self._others(suspects.sparkSession, batch_id)
+        held_groups = keep(groups.holding(suspects, others, by, order, batch_id))
+        return groups.mark_held(suspects, held_groups, by, order)
 
     def group_hash(self) -> Column | None:
         """A row's group hash (`groups.group_hash`), or None without `group_by`."""
