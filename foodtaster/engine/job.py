@@ -469,17 +469,19 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         reason_counts, samples = _reasons_and_samples(written_quarantine)
         chances = extras.count(written_quarantine, run.batch_id, reason_counts)
         timings["metrics_s"] = time.perf_counter() - mark
-        report = lake.report(config.name, run.batch_id)
+    report = lake.report(config.name, run.batch_id)
 
-        mark = time.perf_counter()
-        if run.gate:
-            from foodtaster.engine.gate import run_gate
+    # The gate reads only the written valid rows, so it runs once what the batch kept is freed:
+    # at 2M, 5.5-6.5 s against 6.9-7.2 s with the kept pass still held (bench/README.md).
+    mark = time.perf_counter()
+    if run.gate:
+        from foodtaster.engine.gate import run_gate
 
-            gate = run_gate(valid, config.suite_path(), config.name, run.batch_id, run.batch_date,
-                            data_docs_uri=report + "/data_docs")
-        else:
-            gate = {"suite": None, "passed": True, "skipped": True, "failed": [], "results": []}
-        timings["gate_s"] = time.perf_counter() - mark
+        gate = run_gate(valid, config.suite_path(), config.name, run.batch_id, run.batch_date,
+                        data_docs_uri=report + "/data_docs")
+    else:
+        gate = {"suite": None, "passed": True, "skipped": True, "failed": [], "results": []}
+    timings["gate_s"] = time.perf_counter() - mark
 
     staged = lake.staged_valid(config.name, run.batch_date, run.batch_id)
     quarantine_path = lake.quarantine(config.name, run.batch_date, run.batch_id)
