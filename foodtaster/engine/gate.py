@@ -134,20 +134,16 @@ def _import_gx() -> list[ModuleType]:
     return [importlib.import_module(module) for module in _GX_MODULES]
 
 
-_IMPORTING: list[threading.Thread] = []  # the one import thread of this process, once started
-
-
+@functools.cache
 def import_ahead() -> threading.Thread:
     """Import Great Expectations on a thread while Spark runs the batch: about as long as the
     gate's own work in a fresh process, and the driver's Python mostly waits on the JVM by
     then. `run_gate`'s imports find the modules loaded, or wait for them (Python's import lock).
     Once a process: a second call (a crash isolation's rerun, the next batch) gets the same
     thread."""
-    if not _IMPORTING:
-        thread = threading.Thread(target=_import_gx, name="import-great-expectations", daemon=True)
-        thread.start()
-        _IMPORTING.append(thread)
-    return _IMPORTING[0]
+    thread = threading.Thread(target=_import_gx, name="import-great-expectations", daemon=True)
+    thread.start()
+    return thread
 
 
 def run_gate(

@@ -53,8 +53,8 @@ def group_hash(group_by: str) -> Column:
 
 def poisoned_groups(failed: DataFrame, opened: DataFrame | None) -> DataFrame:
     """The group hashes that may hold a row of the batch (`GROUP_HASH`, each once): its failed
-    rows' groups (`failed`: one column of `group_hash`es) and the open groups (`open_frame`)."""
-    found = failed.select(F.col(failed.columns[0]).alias(GROUP_HASH))
+    rows' groups (`failed`: their `group_hash` as `GROUP_HASH`) and the open groups (`open_frame`)."""
+    found = failed.select(GROUP_HASH)
     if opened is not None:
         found = found.unionByName(opened.select(F.xxhash64("group").alias(GROUP_HASH)))
     return found.where(F.col(GROUP_HASH).isNotNull()).distinct()

@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 
-from foodtaster.engine import crash, ingest, layers, listed, rules, second_chances
+from foodtaster.engine import crash, groups, ingest, layers, listed, rules, second_chances
 from foodtaster.engine.duplicates import key_hash, mark_duplicates, repeated_hashes, repeated_keys
 from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
 from foodtaster.engine.suspects import Watch, cleared, suspects
@@ -54,7 +54,7 @@ VALID, QUARANTINED, DUPLICATE = "valid", "quarantined", "duplicate"
 # the job scans in full four times is narrower: at 500k, the job's CPU without the gate fell by 12%
 # (25.7 to 22.5 s, mean of three interleaved warm runs; bench/README.md).
 VERDICT = "_verdict"
-FAILED_GROUPS = "_failed_groups"  # the group hashes of a split's failed rows
+FAILED_GROUPS = "_failed_groups"  # the group hashes of a split's failed rows, one array a split
 
 
 def flag_lines(
@@ -416,8 +416,8 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         # row is valid as it stands, and is written without a join but its line numbers.
         hashes = _persist(repeated_hashes(kept, key, lines_read), held) if key else None
         watches: list[Watch] = [] if hashes is None else [(key_hash(key), hashes)]
-        if also:
-            failed_groups = splits.select(F.explode(FAILED_GROUPS).alias(FAILED_GROUPS))
+        if group_hash is not None:
+            failed_groups = splits.select(F.explode(FAILED_GROUPS).alias(groups.GROUP_HASH))
             watches.append(extras.group_watch(_persist(failed_groups, held), run.batch_id))
         suspect = _keep(suspects(kept, watches), held)
         flagged = extras.hold(suspect, run.batch_id, lambda small: _persist(small, held))

@@ -60,16 +60,18 @@ class Extras:
 
     def group_hash(self) -> Column | None:
         """A row's group hash (`groups.group_hash`), or None without `group_by`."""
-        return groups.group_hash(self.config.group_by) if self.config.group_by else None
+        by = self.config.group_by
+        return groups.group_hash(by) if by else None
 
     def group_watch(self, failed_groups: DataFrame, batch_id: str) -> Watch | None:
         """What `suspects` watches for the group hold: the hashes of every group that may hold
-        a row of the batch, its failed rows' (`failed_groups`, one column of group hashes) and
+        a row of the batch, its failed rows' (`failed_groups`: `groups.GROUP_HASH`) and
         the open groups'; None without `group_by`."""
-        if not self.config.group_by:
+        row_hash = self.group_hash()
+        if row_hash is None:
             return None
         others = self._others(failed_groups.sparkSession, batch_id)
-        return groups.group_hash(self.config.group_by), groups.poisoned_groups(failed_groups, others)
+        return row_hash, groups.poisoned_groups(failed_groups, others)
 
     def _others(self, spark: SparkSession, batch_id: str) -> DataFrame | None:
         """The open groups' poison from other batches: a rerun judges the batch's own messages
