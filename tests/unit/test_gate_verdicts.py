@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, StringType, StructField, StructType, TimestampType
 
-from foodtaster.engine.gate import BATCH_PAGE, run_gate
+from foodtaster.engine.gate import BATCH_PAGE, load_suite, run_gate, suite_columns
 from foodtaster.registry import get_dataset
 
 SCHEMA = StructType([
@@ -47,6 +47,16 @@ def test_a_good_batch_passes_every_expectation(good):
     assert len(result["results"]) == 4
     median = next(r for r in result["results"] if r["column"] == "amount")["observed"]
     assert 200 <= median["values"][0] <= 210  # 5 + (0..399): the true median is 204.5
+
+
+def test_the_gate_leaves_the_rows_it_validated_uncached(spark):
+    """GX persists the rows it validates and keeps them; a process that runs batch after batch
+    would hold them all."""
+    rows = valid_rows(spark)
+    columns = suite_columns(load_suite(get_dataset("orders").suite_path()))
+    assert gate(spark, rows, "uncached")["passed"]
+    level = rows.select(*columns).storageLevel  # what the cache holds for the gate's frame
+    assert not (level.useMemory or level.useDisk), level
 
 
 def test_a_repeated_message_id_fails_the_gate(spark, caplog):
