@@ -50,8 +50,8 @@ def test_a_good_batch_passes_every_expectation(good):
 
 
 def test_the_gate_leaves_the_rows_it_validated_uncached(spark):
-    """GX persists the rows it validates and keeps them; a process that runs batch after batch
-    would hold them all."""
+    """GX would cache the rows it validates and keep them cached: a process that runs batch
+    after batch would hold them all, and a later read of the same path would get the cache."""
     rows = valid_rows(spark)
     columns = suite_columns(load_suite(get_dataset("orders").suite_path()))
     assert gate(spark, rows, "uncached")["passed"]
