@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from foodtaster.engine.reasons import check
+from foodtaster.engine.suspects import hash_or_null
 
 # The most key hashes one task of the batch-wide count holds. That count's hash map is the job's
 # largest allocation: with Spark's partitions (AQE coalesced them to two) it grew to 1 GiB of the
@@ -25,9 +26,8 @@ KEY_HASH = "_key_hash"  # a 64-bit hash of the key, null where the key is
 
 
 def key_hash(key: str) -> Column:
-    """`KEY_HASH` of a row. Null on a null key, which never repeats (`xxhash64` of null is its
-    seed, not null)."""
-    return F.when(F.col(key).isNotNull(), F.xxhash64(key))
+    """`KEY_HASH` of a row. Null on a null key, which never repeats."""
+    return hash_or_null(F.col(key))
 
 
 def repeated_hashes(rows: DataFrame, key: str, messages: int | None = None) -> DataFrame:

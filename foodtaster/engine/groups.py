@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from foodtaster.engine.reasons import Check, check
+from foodtaster.engine.suspects import hash_or_null
 from foodtaster.state.groups import RULE, Poison
 
 GROUP_HASH = "_group_hash"
@@ -47,8 +48,7 @@ def _name(message_id: str | None, batch_id: str) -> str:
 def group_hash(group_by: str) -> Column:
     """A 64-bit hash of a row's group key as the held groups spell it (a string), null where
     the row has none: such a row is never held."""
-    key = F.col(group_by).cast("string")
-    return F.when(key.isNotNull(), F.xxhash64(key))
+    return hash_or_null(F.col(group_by).cast("string"))
 
 
 def poisoned_groups(failed: DataFrame, opened: DataFrame | None) -> DataFrame:
@@ -56,7 +56,7 @@ def poisoned_groups(failed: DataFrame, opened: DataFrame | None) -> DataFrame:
     rows' groups (`failed`: their `group_hash` as `GROUP_HASH`) and the open groups (`open_frame`)."""
     found = failed.select(GROUP_HASH)
     if opened is not None:
-        found = found.unionByName(opened.select(F.xxhash64("group").alias(GROUP_HASH)))
+        found = found.unionByName(opened.select(hash_or_null(F.col("group")).alias(GROUP_HASH)))
     return found.where(F.col(GROUP_HASH).isNotNull()).distinct()
 
 

@@ -39,6 +39,11 @@ class Extras:
     retrying: list[tuple[str, str]] = field(default_factory=list)  # (lineage key, next attempt), for the log
 
     @property
+    def grouped(self) -> bool:
+        """The dataset's messages are conversations (`group_by`): a poison message holds its group."""
+        return bool(self.config.group_by)
+
+    @property
     def retryable(self) -> dict[str, contract_references.RetryPolicy]:
         return contract_references.retryable([ref for ref, _ in self.keyed])
 
@@ -51,7 +56,7 @@ class Extras:
         among `suspects`: a small kept set with every failed row of the batch and every row of a
         group that may be held (`group_watch`). `keep` persists the small table of held groups,
         read by every later action."""
-        if not self.config.group_by:
+        if not self.grouped:
             return suspects
         by, order = self.config.group_by, self.config.order_by
         others = self._others(suspects.sparkSession, batch_id)
@@ -60,18 +65,14 @@ class Extras:
 
     def group_hash(self) -> Column | None:
         """A row's group hash (`groups.group_hash`), or None without `group_by`."""
-        by = self.config.group_by
-        return groups.group_hash(by) if by else None
+        return groups.group_hash(self.config.group_by) if self.grouped else None
 
-    def group_watch(self, failed_groups: DataFrame, batch_id: str) -> Watch | None:
-        """What `suspects` watches for the group hold: the hashes of every group that may hold
-        a row of the batch, its failed rows' (`failed_groups`: `groups.GROUP_HASH`) and
-        the open groups'; None without `group_by`."""
-        row_hash = self.group_hash()
-        if row_hash is None:
-            return None
+    def group_watch(self, failed_groups: DataFrame, batch_id: str) -> Watch:
+        """What `suspects` watches for the group hold (a `grouped` dataset's): the hashes of
+        every group that may hold a row of the batch, its failed rows' (`failed_groups`:
+        `groups.GROUP_HASH`) and the open groups'."""
         others = self._others(failed_groups.sparkSession, batch_id)
-        return row_hash, groups.poisoned_groups(failed_groups, others)
+        return groups.group_hash(self.config.group_by), groups.poisoned_groups(failed_groups, others)
 
     def _others(self, spark: SparkSession, batch_id: str) -> DataFrame | None:
         """The open groups' poison from other batches: a rerun judges the batch's own messages
@@ -80,7 +81,7 @@ class Extras:
 
     def checks(self) -> list[Check]:
         found = references.reference_checks([ref for ref, _ in self.keyed])
-        if self.config.group_by:
+        if self.grouped:
             found.append(groups.group_check(self.config.group_by))
         return found
 
@@ -99,7 +100,7 @@ class Extras:
                 for r in retrying.select(*LINEAGE).collect()
             ]
             counts["retrying"] = len(self.retrying)
-        if self.config.group_by:
+        if self.grouped:
             self.poison = [
                 Poison(lineage_key(r["_batch_id"], r["_source_file"], r["_line_number"]), r["group"],
                        r["order"], r["message_id"], batch_id)
@@ -122,7 +123,7 @@ class Extras:
         record_status(lake, self.config.name, "retrying", [k for k, _ in fresh], by="job",
                       run=batch_id, why="failed retryable rules only", attempts=0,
                       next_at=[at for _, at in fresh])
-        if not self.config.group_by:
+        if not self.grouped:
             return None
         log = GroupLog(lake, self.config.name)
         log.poisoned(batch_id, self.poison)

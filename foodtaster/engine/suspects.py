@@ -27,6 +27,12 @@ SUSPECT = "_suspect"
 Watch = tuple[Column, DataFrame]
 
 
+def hash_or_null(column: Column) -> Column:
+    """A 64-bit hash of `column`, null where it is null: a row with no key or group is watched
+    by nothing (`xxhash64` of null is its seed, not null)."""
+    return F.when(column.isNotNull(), F.xxhash64(column))
+
+
 def mark_suspects(rows: DataFrame, watches: Sequence[Watch]) -> DataFrame:
     """Add `SUSPECT`: the row failed, or one of its hashes is watched."""
     suspect = F.col("_failed")
