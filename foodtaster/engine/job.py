@@ -24,7 +24,7 @@ from pyspark.sql.types import LongType, TimestampType
 from foodtaster.engine import crash, groups, ingest, layers, listed, rules, second_chances
 from foodtaster.engine.duplicates import key_hash, mark_duplicates, repeated_hashes, repeated_keys
 from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
-from foodtaster.engine.suspects import Watch, cleared, suspects
+from foodtaster.engine.suspects import Watch, bytes_of_failed_only, cleared, suspects, with_bytes_read_again
 from foodtaster.logs import batch_logger
 from foodtaster.ops.policy import decide
 from foodtaster.registry import DatasetConfig
@@ -54,7 +54,6 @@ VALID, QUARANTINED, DUPLICATE = "valid", "quarantined", "duplicate"
 # the job scans in full four times is narrower: at 500k, the job's CPU without the gate fell by 12%
 # (25.7 to 22.5 s, mean of three interleaved warm runs; bench/README.md).
 VERDICT = "_verdict"
-FAILED_GROUPS = "_failed_groups"  # the group hashes of a split's failed rows, one array a split
 
 
 def flag_lines(
@@ -379,7 +378,8 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
             lines = ingest.read_messages(spark, run.input_path, broker["stream"])
         else:  # without a manifest nobody counted the lines the reader would skip: hold them all
             lines = ingest.read_lines(spark, run.input_path, config.line_read_bytes if manifest else None)
-        # The one pass over every message; all that follows reads this copy, not the input.
+        # The one pass over every message; all that follows reads this copy, not the input, but for
+        # the bytes of the few suspects that passed it (`suspects.with_bytes_read_again`).
         the_pass = extras.mark(flag_lines(lines, contract, config.max_message_bytes, poison))
         if run.gate:
             # Great Expectations is imported while Spark runs the pass, after its plan is built:
@@ -389,16 +389,15 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
             from foodtaster.engine.gate import import_ahead
 
             import_ahead()
-        kept = _keep(the_pass, held)
+        kept = _keep(bytes_of_failed_only(the_pass), held)
         fault_point("flagged")
         # The split offsets and the failed rows' groups, in one scan of the kept pass: one row a
         # file split, collected once. The lines read and the files' newest time come from those
         # rows, and the writes join them back as a local table.
         group_hash = extras.group_hash()
-        also = [] if group_hash is None else [
-            F.collect_set(F.when(F.col("_failed"), group_hash)).alias(FAILED_GROUPS)]
+        also = [] if group_hash is None else [groups.gather_failed_groups(group_hash)]
         splits = _persist(ingest.split_offsets(kept, *also), held)
-        per_split = splits.drop(FAILED_GROUPS)
+        per_split = splits.drop(groups.FAILED_GROUPS)
         split_rows = per_split.collect()
         offsets = spark.createDataFrame(split_rows, per_split.schema)
         ingested_at = _ingested_at(manifest, split_rows)
@@ -417,9 +416,10 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         hashes = _persist(repeated_hashes(kept, key, lines_read), held) if key else None
         watches: list[Watch] = [] if hashes is None else [(key_hash(key), hashes)]
         if group_hash is not None:
-            failed_groups = splits.select(F.explode(FAILED_GROUPS).alias(groups.GROUP_HASH))
-            watches.append(extras.group_watch(_persist(failed_groups, held), run.batch_id))
-        suspect = _keep(suspects(kept, watches), held)
+            failed_groups = _persist(groups.failed_group_hashes(splits), held)
+            watches.append(extras.group_watch(group_hash, failed_groups, run.batch_id))
+        with ExitStack() as briefly:  # the suspects without their bytes: freed once they have them
+            suspect = _keep(with_bytes_read_again(_keep(suspects(kept, watches), briefly), lines), held)
         flagged = extras.hold(suspect, run.batch_id, lambda small: _persist(small, held))
         repeated = _persist(repeated_keys(suspect, key, hashes=hashes), held) if key else None
 

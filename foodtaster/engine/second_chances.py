@@ -67,12 +67,12 @@ class Extras:
         """A row's group hash (`groups.group_hash`), or None without `group_by`."""
         return groups.group_hash(self.config.group_by) if self.grouped else None
 
-    def group_watch(self, failed_groups: DataFrame, batch_id: str) -> Watch:
-        """What `suspects` watches for the group hold (a `grouped` dataset's): the hashes of
-        every group that may hold a row of the batch, its failed rows' (`failed_groups`:
-        `groups.GROUP_HASH`) and the open groups'."""
+    def group_watch(self, row_hash: Column, failed_groups: DataFrame, batch_id: str) -> Watch:
+        """What `suspects` watches for the group hold (a `grouped` dataset's): the row's
+        `group_hash` (`row_hash`) and the hashes of every group that may hold a row of the
+        batch, its failed rows' (`failed_groups`: `groups.GROUP_HASH`) and the open groups'."""
         others = self._others(failed_groups.sparkSession, batch_id)
-        return groups.group_hash(self.config.group_by), groups.poisoned_groups(failed_groups, others)
+        return row_hash, groups.poisoned_groups(failed_groups, others)
 
     def _others(self, spark: SparkSession, batch_id: str) -> DataFrame | None:
         """The open groups' poison from other batches: a rerun judges the batch's own messages

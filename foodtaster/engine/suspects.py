@@ -11,6 +11,11 @@ one broadcast lookup of a long a watched column:
 - the cleared rows: valid as they stand, written without any join but their line numbers.
 
 A hash collision only makes a row a suspect, where it is judged on its real key and group.
+
+The kept pass holds the bytes of its failed rows only (`bytes_of_failed_only`): a cleared row
+is written without them, and carrying every row's bytes through the pass's checkpoint and its
+scans cost more than reading the few suspects that passed again (`with_bytes_read_again`),
+checked against a hash of their bytes the pass kept (bench/README.md).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 SUSPECT = "_suspect"
+RAW_HASH = "_raw_hash"  # a 64-bit hash of the bytes of a row that passed the pass
 
 # A watched column: the row's hash (null where it has none) and the hashes watched (one
 # column of longs, each once).
@@ -54,3 +60,30 @@ def suspects(rows: DataFrame, watches: Sequence[Watch]) -> DataFrame:
 def cleared(rows: DataFrame, watches: Sequence[Watch]) -> DataFrame:
     """The rows no other row can fail: passed, and no watched hash (`mark_suspects`)."""
     return mark_suspects(rows, watches).where(~F.col(SUSPECT)).drop(SUSPECT)
+
+
+def bytes_of_failed_only(rows: DataFrame) -> DataFrame:
+    """`_raw` kept where the row failed, null where it passed; `RAW_HASH` where it passed, so
+    that `with_bytes_read_again` can tell it read back the same bytes."""
+    failed = F.col("_failed")
+    return rows.withColumns({RAW_HASH: F.when(~failed, F.xxhash64("_raw")),
+                             "_raw": F.when(failed, F.col("_raw"))})
+
+
+def with_bytes_read_again(rows: DataFrame, lines: DataFrame) -> DataFrame:
+    """`rows` (from `bytes_of_failed_only`, few) with `_raw` whole again: a row's bytes read
+    from `lines` (the batch read as the pass read it) by its row id, which is unique within a
+    batch's read (a row id in `ingest.read_lines`, a stream sequence in `read_messages`). A row
+    whose bytes are not found again, or whose bytes' hash differs from the pass's, fails the
+    Spark job with an error that names it: a message's bytes are never guessed."""
+    missing = rows.where(F.col("_raw").isNull()).select("_row_id")
+    read = lines.select("_row_id", F.col("_raw").alias("_raw_read")).join(
+        F.broadcast(missing), "_row_id", "left_semi")
+    joined = rows.join(read, "_row_id", "left")
+    lost = F.col("_raw").isNull() & (
+        F.col("_raw_read").isNull() | (F.xxhash64("_raw_read") != F.col(RAW_HASH)))
+    error = F.raise_error(F.format_string(
+        "the bytes of %s row %d read again differ from those the pass judged: the input changed "
+        "under the batch", F.col("_source_file"), F.col("_row_id")))
+    raw = F.when(lost, error).otherwise(F.coalesce("_raw", "_raw_read"))
+    return joined.select(*(raw.alias(c) if c == "_raw" else F.col(c) for c in rows.columns if c != RAW_HASH))
