@@ -118,12 +118,7 @@ def test_the_batches_page_and_its_drill_down_in_chromium(standalone, browser_too
         # the page as the UI shows it (Browse -> Foodtaster batches, in the UI's iframe),
         # after the UI's own login form, as a person signs in
         browser.go(f"{af.base_url}/plugin/foodtaster")
-        _wait(lambda: "/auth/login" in browser.current_url and browser.find_all("input"),
-              "the login form", log)
-        browser.type(browser.find("input:not([type=password])"), "admin")
-        browser.type(browser.find("input[type=password]"), PASSWORD)
-        browser.click(browser.find("button[type=submit]"))
-        _wait(lambda: browser.current_url.endswith("/plugin/foodtaster"), "the way back after login", log)
+        _log_in(browser, log)
         frame = _wait(lambda: browser.find_all("iframe"), "the plugin's iframe", log)[0]
         assert browser.script("return arguments[0].src", {ELEMENT: frame}).endswith("/foodtaster/")
         browser.frame(frame)
@@ -165,18 +160,58 @@ def test_the_batches_page_and_its_drill_down_in_chromium(standalone, browser_too
         assert shot.stat().st_size > 10_000
 
 
-def _wait(condition, what: str, log: Path, timeout: float = 30.0):
+def _log_in(browser: Browser, log: Path) -> None:
+    """Sign in through the UI's own login form, then expect the page asked for.
+
+    The form is drawn by React, and keys typed before it is ready are lost (one CI run on a
+    busy machine stayed on the form): the values are read back before the click, and a form
+    still shown after it is filled once more.
+    """
+    for attempt in (1, 2):
+        _wait(lambda: "/auth/login" in browser.current_url
+              and browser.find_all("input[type=password]"), "the login form", log, browser=browser)
+        fields = {browser.find("input:not([type=password])"): "admin",
+                  browser.find("input[type=password]"): PASSWORD}
+        for field, text in fields.items():
+            browser.clear(field)
+            browser.type(field, text)
+        _wait(lambda typed=fields: [browser.script("return arguments[0].value", {ELEMENT: f})
+                                    for f in typed] == list(typed.values()),
+              "the login form to hold what was typed", log, browser=browser)
+        browser.click(browser.find("button[type=submit]"))
+        if _until(lambda: browser.current_url.endswith("/plugin/foodtaster"), 30.0):
+            return
+        if attempt == 2 or "/auth/login" not in browser.current_url:
+            raise AssertionError(_stuck("the way back after login", 30.0, log, browser))
+
+
+def _until(condition, timeout: float):
+    """The condition's first true value within the timeout, else None."""
     import time
 
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         try:
             value = condition()
         except Exception:  # noqa: BLE001 - the page is still loading: ask again
             value = None
-        if value:
-            return value
+        if value or time.monotonic() >= deadline:
+            return value or None
         time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n"
-                         f"{log.read_text(errors='replace')[-3000:]}")
+
+
+def _wait(condition, what: str, log: Path, timeout: float = 30.0, browser: Browser | None = None):
+    value = _until(condition, timeout)
+    if not value:
+        raise AssertionError(_stuck(what, timeout, log, browser))
+    return value
+
+
+def _stuck(what: str, timeout: float, log: Path, browser: Browser | None) -> str:
+    where = ""
+    if browser is not None:  # what the page shows says more than Airflow's log
+        where = (f"the browser is at {browser.current_url}, showing:\n"
+                 f"{browser.text(browser.find('body'))[:1000]}\n")
+    return (f"timed out after {timeout:.0f}s waiting for {what}\n{where}"
+            f"{log.read_text(errors='replace')[-3000:]}")
 

@@ -78,6 +78,9 @@ class Browser:
     def type(self, element: str, text: str) -> None:
         self._call("POST", f"/element/{element}/value", {"text": text})
 
+    def clear(self, element: str) -> None:
+        self._call("POST", f"/element/{element}/clear")
+
     def click(self, element: str) -> None:
         self._call("POST", f"/element/{element}/click")
 
