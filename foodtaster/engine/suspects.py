@@ -82,8 +82,10 @@ def with_bytes_read_again(rows: DataFrame, lines: DataFrame) -> DataFrame:
     joined = rows.join(read, "_row_id", "left")
     lost = F.col("_raw").isNull() & (
         F.col("_raw_read").isNull() | (F.xxhash64("_raw_read") != F.col(RAW_HASH)))
+    what = F.when(F.col("_raw_read").isNull(), F.lit("were not found when read again")).otherwise(
+        F.lit("read again differ from those the pass judged"))
     error = F.raise_error(F.format_string(
-        "the bytes of %s row %d read again differ from those the pass judged: the input changed "
-        "under the batch", F.col("_source_file"), F.col("_row_id")))
+        "the bytes of %s row %d %s: the input changed under the batch",
+        F.col("_source_file"), F.col("_row_id"), what))
     raw = F.when(lost, error).otherwise(F.coalesce("_raw", "_raw_read"))
     return joined.select(*(raw.alias(c) if c == "_raw" else F.col(c) for c in rows.columns if c != RAW_HASH))

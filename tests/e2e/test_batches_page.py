@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import requests
 from conftest import need
-from webdriver import ELEMENT, Browser, browser_binaries
+from webdriver import ELEMENT, Browser, WebDriverError, browser_binaries
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake, write_json
@@ -160,6 +160,9 @@ def test_the_batches_page_and_its_drill_down_in_chromium(standalone, browser_too
         assert shot.stat().st_size > 10_000
 
 
+WAY_BACK_S = 30.0  # from the login form's submit to the page asked for
+
+
 def _log_in(browser: Browser, log: Path) -> None:
     """Sign in through the UI's own login form, then expect the page asked for.
 
@@ -179,10 +182,10 @@ def _log_in(browser: Browser, log: Path) -> None:
                                     for f in typed] == list(typed.values()),
               "the login form to hold what was typed", log, browser=browser)
         browser.click(browser.find("button[type=submit]"))
-        if _until(lambda: browser.current_url.endswith("/plugin/foodtaster"), 30.0):
+        if _until(lambda: browser.current_url.endswith("/plugin/foodtaster"), WAY_BACK_S):
             return
         if attempt == 2 or "/auth/login" not in browser.current_url:
-            raise AssertionError(_stuck("the way back after login", 30.0, log, browser))
+            raise AssertionError(_stuck("the way back after login", WAY_BACK_S, log, browser))
 
 
 def _until(condition, timeout: float):
@@ -210,8 +213,11 @@ def _wait(condition, what: str, log: Path, timeout: float = 30.0, browser: Brows
 def _stuck(what: str, timeout: float, log: Path, browser: Browser | None) -> str:
     where = ""
     if browser is not None:  # what the page shows says more than Airflow's log
-        where = (f"the browser is at {browser.current_url}, showing:\n"
-                 f"{browser.text(browser.find('body'))[:1000]}\n")
+        try:
+            where = (f"the browser is at {browser.current_url}, showing:\n"
+                     f"{browser.text(browser.find('body'))[:1000]}\n")
+        except WebDriverError as error:  # the timeout is the failure, not what it could not read
+            where = f"the browser could not say where it is: {error}\n"
     return (f"timed out after {timeout:.0f}s waiting for {what}\n{where}"
             f"{log.read_text(errors='replace')[-3000:]}")
 

@@ -44,5 +44,5 @@ def test_bytes_that_changed_under_the_batch_fail_the_job_by_name(spark):
     with pytest.raises(Exception, match="a.jsonl row 1 read again differ from those the pass judged"):
         with_bytes_read_again(bytes_of_failed_only(rows), changed).collect()
     lost = changed.where("_row_id = 0")  # a line no longer there
-    with pytest.raises(Exception, match="a.jsonl row 1 read again differ"):
+    with pytest.raises(Exception, match="a.jsonl row 1 were not found when read again: the input changed"):
         with_bytes_read_again(bytes_of_failed_only(rows), lost).collect()
