@@ -27,8 +27,11 @@ Two more measurements, each on request:
                       M/N times full-no-gx at N, and the driver's heap (old generation after GC, sampled)
                       for both runs, which must stay flat.
 
+Each variant runs `--repeat` times (3 by default), in rounds; the table reports each one's median
+run, as the issue's targets are stated (the lower middle run when R is even), and lists every run.
+
 Run: `.venv/bin/python bench/bench_validate.py [--messages N] [--naive-messages M] [--fresh-processes]
-[--linear-messages M] [--json PATH]` (see bench/README.md).
+[--linear-messages M] [--repeat R] [--json PATH]` (see bench/README.md).
 """
 
 from __future__ import annotations
@@ -369,7 +372,7 @@ FRESH = ("floor", "full-no-gx", "full-gx")
 
 def fresh_runs(args: argparse.Namespace, workdir: Path, sampler: ProcessSampler) -> dict[str, dict[str, Any]]:
     """Each of FRESH in a new process (`--only`), in rounds, timed from outside: JVM start included."""
-    results: dict[str, dict[str, Any]] = {}
+    runs: dict[str, list[dict[str, Any]]] = {}
     for round_ in range(1, args.repeat + 1):
         for variant in FRESH:
             name = f"fresh {variant}"
@@ -384,12 +387,15 @@ def fresh_runs(args: argparse.Namespace, workdir: Path, sampler: ProcessSampler)
                     raise RuntimeError(f"{command}: {done.stderr[-2000:]}")
                 return {}
 
-            result = timed(name, sampler, one, f" (run {round_}/{args.repeat})")
-            runs = results.get(name, {}).get("runs", []) + [round(result["seconds"], 2)]
-            if name not in results or result["seconds"] < results[name]["seconds"]:
-                results[name] = result
-            results[name]["runs"] = runs
-    return results
+            runs.setdefault(name, []).append(timed(name, sampler, one, f" (run {round_}/{args.repeat})"))
+    return {name: median_run(each) for name, each in runs.items()}
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median seconds (the lower middle one of an even count), its CPU and load as
+    measured, with every run's seconds in `runs`, in the order they ran."""
+    ordered = sorted(runs, key=lambda run: run["seconds"])
+    return {**ordered[(len(ordered) - 1) // 2], "runs": [round(run["seconds"], 2) for run in runs]}
 
 
 def run_only(args: argparse.Namespace, workdir: Path) -> int:
@@ -681,8 +687,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--driver-memory", default="6g")
     parser.add_argument("--warmup-messages", type=int, default=10_000, metavar="W")
-    parser.add_argument("--repeat", type=int, default=2, metavar="R",
-                        help="run every variant R times, in rounds, and keep each one's fastest run")
+    parser.add_argument("--repeat", type=int, default=3, metavar="R",
+                        help="run every variant R times, in rounds, and report each one's median run")
     parser.add_argument("--json", metavar="PATH", help="also write the numbers here")
     parser.add_argument("--fresh-processes", action="store_true",
                         help="also time floor and the full job each in a new process (fresh JVM)")
@@ -760,14 +766,12 @@ def _bench(args: argparse.Namespace, workdir: Path, sampler: ProcessSampler) -> 
     if not args.skip_naive:
         variants["naive"] = lambda: run_naive(spark, naive_path, out / "naive", max_message_bytes=max_bytes)
     # Rounds, not one variant R times in a row, so a slow spell of the machine hits every variant.
-    results: dict[str, dict[str, Any]] = {}
+    runs: dict[str, list[dict[str, Any]]] = {}
     for round_ in range(1, args.repeat + 1):
         for name, action in variants.items():
-            result = timed(name, sampler, action, f" (run {round_}/{args.repeat})" if args.repeat > 1 else "")
-            runs = results.get(name, {}).get("runs", []) + [round(result["seconds"], 2)]
-            if name not in results or result["seconds"] < results[name]["seconds"]:
-                results[name] = result
-            results[name]["runs"] = runs
+            runs.setdefault(name, []).append(
+                timed(name, sampler, action, f" (run {round_}/{args.repeat})" if args.repeat > 1 else ""))
+    results = {name: median_run(each) for name, each in runs.items()}
     if "naive" in results:
         result = results["naive"]
         result["counts"] = naive_counts(spark, out / "naive")
@@ -833,7 +837,7 @@ def summarise(args: argparse.Namespace, n: int, info: dict[str, Any], results: d
               f"{row['cpu_seconds']:>8.0f} {cpu_ratio:>11}   "
               f"{result['load_before']} -> {result['load_after']}")
     if args.repeat > 1:
-        print(f"  each variant's fastest of {args.repeat} runs; all runs (s, as measured): "
+        print(f"  each variant's median of {args.repeat} runs; all runs (s, as measured): "
               + "; ".join(f"{name} {r.get('runs', [round(r['seconds'], 2)])}" for name, r in results.items()))
     naive = results.get("naive")
     if naive and naive.get("extrapolated_from"):
