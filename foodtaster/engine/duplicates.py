@@ -3,14 +3,16 @@
 Byte-identical copies are redeliveries: the first (in file order) is kept, the
 rest are dropped and counted. Copies that differ are all quarantined with
 `<key>.conflicting_duplicate`. Only the keys that repeat are ever compared, so
-the raw bytes of the whole batch are never shuffled.
+the raw bytes of the whole batch are never shuffled: on a whole batch (a redrive),
+the key hashes are counted first; the job gives only its suspects, which hold every
+copy of each repeated key, and those are compared over a window by key.
 """
 
 from __future__ import annotations
 
 import math
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from foodtaster.engine.reasons import check
@@ -47,15 +49,13 @@ def repeated_hashes(rows: DataFrame, key: str, messages: int | None = None) -> D
     )
 
 
-def repeated_keys(rows: DataFrame, key: str, hashes: DataFrame | None = None) -> DataFrame:
-    """One row a key that occurs more than once: how many copies, how many distinct
+def repeated_keys(rows: DataFrame, key: str) -> DataFrame:
+    """One row a key that occurs more than once in `rows`: how many copies, how many distinct
     byte contents, and the first copy's row id. As small as the duplicates are.
 
-    Only rows whose hash repeats (`repeated_hashes`, or the `hashes` given) are grouped by the
-    key itself. Given `hashes` found on the whole batch, `rows` need only hold every row whose
-    hash is among them (the job passes its small set of suspect rows).
+    Only rows whose hash repeats (`repeated_hashes`) are grouped by the key itself.
     """
-    hashes = repeated_hashes(rows, key) if hashes is None else hashes
+    hashes = repeated_hashes(rows, key)
     return (
         rows.where(F.col(key).isNotNull()).withColumn(KEY_HASH, key_hash(key))
         .join(F.broadcast(hashes), KEY_HASH, "left_semi")
@@ -69,16 +69,27 @@ def repeated_keys(rows: DataFrame, key: str, hashes: DataFrame | None = None) ->
     )
 
 
-def mark_duplicates(rows: DataFrame, key: str, repeated: DataFrame | None = None) -> DataFrame:
+def mark_duplicates(rows: DataFrame, key: str, *, every_copy_here: bool = False) -> DataFrame:
     """Add `_redelivery` (true for a copy to drop) and `_conflict` (its reasons: none or one).
 
-    Pass `repeated` (from `repeated_keys`, persisted) to reuse it across several actions.
+    With `every_copy_here`, `rows` hold every copy of each key that repeats in the batch (the job's
+    suspects, a few percent of it): the copies are compared over a window by key, with no table
+    of repeated keys to build, keep and join.
     """
-    repeated = repeated_keys(rows, key) if repeated is None else repeated
-    marked = rows.join(repeated, key, "left")
-    redelivery = (F.col("_variants") == 1) & (F.col("_row_id") != F.col("_first_copy"))
+    if every_copy_here:
+        # A row without a key is alone in its window: it never repeats.
+        by_key = Window.partitionBy(key, F.when(F.col(key).isNull(), F.col("_row_id")))
+        marked = rows.select(
+            "*", F.count("*").over(by_key).alias("_copies"),
+            F.min("_row_id").over(by_key).alias("_first_copy"),
+            (F.min("_raw").over(by_key) == F.max("_raw").over(by_key)).alias("_identical"),
+        )
+    else:
+        marked = rows.join(repeated_keys(rows, key), key, "left")
+        marked = marked.withColumn("_identical", F.col("_variants") == 1)
+    redelivery = F.col("_identical") & (F.col("_row_id") != F.col("_first_copy"))
     conflict: Column = check(
-        F.col("_variants") > 1, "contract", f"{key}.conflicting_duplicate",
+        ~F.col("_identical"), "contract", f"{key}.conflicting_duplicate",
         F.format_string(f"{key} appears %d times in the batch with different content", "_copies"),
         column=key, value=F.col(key),
     ).reason

@@ -7,15 +7,15 @@ every later message of it (by `order_by`) is quarantined too, with the reason `g
 CREATED was poison. Groups held by earlier batches (foodtaster.state.groups, read once
 at start) hold this batch's messages the same way, until they are released.
 
-`holding` finds, per held group, its earliest poison (this batch's failed rows and the
-open groups); `mark_held` joins it (broadcast: one row a held group) to the rows.
+`mark_held` finds, per group, its earliest poison (this batch's failed rows, over a window
+by group, and the open groups, a small broadcast table) and holds the rows after it.
 A message whose `order_by` cannot be read is held when its group is: there is no
 telling whether it comes after the poison.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
@@ -34,7 +34,7 @@ OPEN = StructType([
 
 
 def open_frame(spark: SparkSession, poison: list[Poison]) -> DataFrame | None:
-    """The open groups' poison messages as the small DataFrame `holding` takes, or None."""
+    """The open groups' poison messages as the small DataFrame `mark_held` takes, or None."""
     if not poison:
         return None
     rows = [(p.group, p.order, _name(p.message_id, p.batch_id)) for p in poison]
@@ -74,41 +74,37 @@ def poisoned_groups(failed: DataFrame, opened: DataFrame | None) -> DataFrame:
     return found.where(F.col(GROUP_HASH).isNotNull()).distinct()
 
 
-def holding(rows: DataFrame, opened: DataFrame | None, group_by: str, order_by: str,
-            batch_id: str) -> DataFrame:
-    """One row a held group: its key (`group`), its earliest poison's `order` and its name.
+def mark_held(rows: DataFrame, opened: DataFrame | None, group_by: str, order_by: str,
+              batch_id: str) -> DataFrame:
+    """Add `HELD` and fail the rows it holds: a row that passed everything else, in a group
+    with a poison message, not before the group's earliest poison. A failed row keeps its own
+    reasons.
 
-    `rows` are flagged rows (`_failed`, the typed `group_by`, `order_by`, `message_id`).
+    The poison messages are the failed rows of `rows` (flagged: `_failed`, the typed
+    `group_by`, `order_by`, `message_id`) and the open groups' (`open_frame`). `rows` must hold
+    every row of each group that may be held (the job gives its suspects: every failed row and
+    every row of a failed or open group), as the earliest poison is found over a window by group.
     """
-    failed = rows.where(F.col("_failed") & F.col(group_by).isNotNull()).select(
-        F.col(group_by).cast("string").alias("group"), F.col(order_by).alias("order"),
-        F.concat(F.lit("message "), F.coalesce(F.col("message_id").cast("string"),
-                                                F.lit("(no readable message_id)")),
-                 F.lit(f" of batch {batch_id}")).alias("poison"),
-    )
-    poison = failed if opened is None else failed.unionByName(opened)
+    group = F.col(group_by).cast("string")
+    name = F.concat(F.lit("message "), F.coalesce(F.col("message_id").cast("string"),
+                                                   F.lit("(no readable message_id)")),
+                    F.lit(f" of batch {batch_id}"))
     # Earliest first; a poison whose order is unknown comes first (nulls sort low): it holds all.
-    earliest = F.min(F.struct(F.col("order"), F.col("poison")))
-    return poison.groupBy("group").agg(earliest.alias("_p")).select(
-        "group", F.col("_p.order").alias("order"), F.col("_p.poison").alias("poison"))
-
-
-def mark_held(rows: DataFrame, held_groups: DataFrame, group_by: str, order_by: str) -> DataFrame:
-    """Add `_group_held` and fail the rows it holds: a row that passed everything else, in a
-    held group, not before the group's earliest poison. A failed row keeps its own reasons."""
-    joined = rows.join(
-        F.broadcast(held_groups.select(F.col("group").alias("_hg"), F.col("order").alias("_ho"),
-                                       F.col("poison").alias("_hp"))),
-        F.col(group_by).cast("string") == F.col("_hg"), "left",
-    )
-    after = F.col(order_by).isNull() | F.col("_ho").isNull() | (F.col(order_by) >= F.col("_ho"))
-    held = ~F.col("_failed") & F.col("_hg").isNotNull() & after
-    why = F.format_string(f"{group_by} %s is held: its %s was quarantined", F.col("_hg"), F.col("_hp"))
-    return (
-        joined.withColumn(HELD, F.when(held, why))
-        .withColumn("_failed", F.col("_failed") | held)
-        .drop("_hg", "_ho", "_hp")
-    )
+    poison = F.when(F.col("_failed") & group.isNotNull(),
+                    F.struct(F.col(order_by).alias("order"), name.alias("poison")))
+    marked = rows.withColumn("_hp", F.min(poison).over(Window.partitionBy(group)))
+    if opened is not None:
+        open_earliest = opened.groupBy(F.col("group").alias("_og")).agg(
+            F.min(F.struct("order", "poison")).alias("_op"))
+        marked = marked.join(F.broadcast(open_earliest), group == F.col("_og"), "left").withColumn(
+            "_hp", F.least("_hp", "_op")).drop("_og", "_op")
+    earliest = F.col("_hp")
+    after = F.col(order_by).isNull() | earliest["order"].isNull() | (F.col(order_by) >= earliest["order"])
+    held = ~F.col("_failed") & earliest.isNotNull() & after
+    why = F.format_string(f"{group_by} %s is held: its %s was quarantined", group, earliest["poison"])
+    failed = (F.col("_failed") | held).alias("_failed")
+    return marked.select(*(failed if c == "_failed" else c for c in rows.columns),
+                         F.when(held, why).alias(HELD))
 
 
 def group_check(group_by: str) -> Check:
@@ -118,7 +114,7 @@ def group_check(group_by: str) -> Check:
 
 
 def poison_rows(quarantine: DataFrame, group_by: str, order_by: str) -> DataFrame:
-    """The written quarantine rows that hold their group, as `holding` found them in the pass:
+    """The written quarantine rows that hold their group, as `mark_held` found them in the pass:
     a group key, not held themselves, and not only a conflicting duplicate (decided after the
     hold, from the batch's other copies, not from the message). Columns: `group`, `order`
     (ISO text), `message_id`, lineage."""

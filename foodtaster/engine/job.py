@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 
 from foodtaster.engine import crash, groups, ingest, layers, listed, rules, second_chances
-from foodtaster.engine.duplicates import key_hash, mark_duplicates, repeated_hashes, repeated_keys
+from foodtaster.engine.duplicates import key_hash, mark_duplicates, repeated_hashes
 from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
 from foodtaster.engine.suspects import Watch, bytes_of_failed_only, cleared, suspects, with_bytes_read_again
 from foodtaster.logs import batch_logger
@@ -135,13 +135,14 @@ def unique_key(contract: rules.Contract) -> str | None:
 
 
 def decide_outcomes(
-    flagged: DataFrame, contract: rules.Contract, repeated: DataFrame | None = None
+    flagged: DataFrame, contract: rules.Contract, *, every_copy_here: bool = False
 ) -> DataFrame:
     """Add `_outcome` (valid, quarantined or duplicate) and `_conflict` (a conflicting
-    duplicate's reason, else none) to rows from `flag_lines`."""
+    duplicate's reason, else none) to rows from `flag_lines`; `every_copy_here` as in
+    `mark_duplicates`."""
     key = unique_key(contract)
     if key:
-        marked = mark_duplicates(flagged, key, repeated)
+        marked = mark_duplicates(flagged, key, every_copy_here=every_copy_here)
     else:
         marked = flagged.withColumn("_redelivery", F.lit(False)).withColumn(
             "_conflict", F.array().cast(REASONS)
@@ -420,8 +421,7 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
             watches.append(extras.group_watch(group_hash, failed_groups, run.batch_id))
         with ExitStack() as briefly:  # the suspects without their bytes: freed once they have them
             suspect = _keep(with_bytes_read_again(_keep(suspects(kept, watches), briefly), lines), held)
-        flagged = extras.hold(suspect, run.batch_id, lambda small: _persist(small, held))
-        repeated = _persist(repeated_keys(suspect, key, hashes=hashes), held) if key else None
+        flagged = extras.hold(suspect, run.batch_id)
 
         skipped = None if broker else ingest.skipped_lines(spark, (manifest or {}).get("files", []))
 
@@ -432,7 +432,7 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
                 F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
             )
 
-        judged = _keep(numbered(decide_outcomes(flagged, contract, repeated)), held)
+        judged = _keep(numbered(decide_outcomes(flagged, contract, every_copy_here=True)), held)
         outcomes = dict(judged.groupBy("_outcome").count().collect())
         # Counted where they are dropped: every byte-identical copy but the first of a key.
         duplicates_dropped = outcomes.get(DUPLICATE, 0)

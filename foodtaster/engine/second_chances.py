@@ -8,7 +8,6 @@ after the data (`record`: the batch's poison messages open or extend their group
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, timedelta
 from typing import Any
@@ -51,17 +50,14 @@ class Extras:
         """The reference checks, in the pass: one broadcast join a reference."""
         return references.mark_references(rows, self.keyed) if self.keyed else rows
 
-    def hold(self, suspects: DataFrame, batch_id: str, keep: Callable[[DataFrame], DataFrame]) -> DataFrame:
+    def hold(self, suspects: DataFrame, batch_id: str) -> DataFrame:
         """Hold the later messages of groups with a poison message (this batch's or open ones),
-        among `suspects`: a small kept set with every failed row of the batch and every row of a
-        group that may be held (`group_watch`). `keep` persists the small table of held groups,
-        read by every later action."""
+        among `suspects`: every failed row of the batch and every row of a group that may be
+        held (`group_watch`), so a window by group over them finds each group's earliest poison."""
         if not self.grouped:
             return suspects
-        by, order = self.config.group_by, self.config.order_by
         others = self._others(suspects.sparkSession, batch_id)
-        held_groups = keep(groups.holding(suspects, others, by, order, batch_id))
-        return groups.mark_held(suspects, held_groups, by, order)
+        return groups.mark_held(suspects, others, self.config.group_by, self.config.order_by, batch_id)
 
     def group_hash(self) -> Column | None:
         """A row's group hash (`groups.group_hash`), or None without `group_by`."""

@@ -6,7 +6,7 @@ from conftest import lines_frame
 from pyspark.sql import functions as F
 
 from contracts.orders import Orders
-from foodtaster.engine.duplicates import KEYS_PER_TASK, key_hash, repeated_hashes, repeated_keys
+from foodtaster.engine.duplicates import KEYS_PER_TASK, key_hash, mark_duplicates, repeated_hashes
 from foodtaster.engine.job import decide_outcomes, flag_lines, with_reasons
 from foodtaster.engine.rules import read_contract
 from foodtaster.engine.suspects import cleared, suspects
@@ -16,9 +16,10 @@ BASE = ('{"message_id": "%s", "order_id": "o", "customer_id": "c", "amount": %s,
         '"status": "CREATED", "created_at": "2026-11-20T10:00:00Z", "items": 1}')
 
 
-def outcomes(spark, lines):
+def outcomes(spark, lines, every_copy_here=False):
     flagged = flag_lines(lines_frame(spark, [line.encode() for line in lines]), CONTRACT, 1 << 20)
-    rows = with_reasons(decide_outcomes(flagged, CONTRACT), CONTRACT, 1 << 20).orderBy("_row_id").collect()
+    decided = decide_outcomes(flagged, CONTRACT, every_copy_here=every_copy_here)
+    rows = with_reasons(decided, CONTRACT, 1 << 20).orderBy("_row_id").collect()
     return [(r._outcome, sorted(x.rule for x in r.reasons)) for r in rows]
 
 
@@ -39,6 +40,22 @@ def test_an_invalid_redelivery_is_still_counted_once_in_quarantine(spark):
     assert outcomes(spark, [bad, bad]) == [("quarantined", rule), ("duplicate", rule)]
 
 
+def test_copies_compared_over_a_window_decide_as_the_repeated_keys_joined(spark):
+    """The job compares its suspects' copies over a window by key (`every_copy_here`); a
+    redrive joins the repeated keys' table. The same outcomes and reasons, copy for copy."""
+    a, bad = BASE % ("m1", 5), BASE % ("m4", -1)
+    lines = [a, BASE % ("m3", 5), a, BASE % ("m2", 6), a, BASE % ("m2", 5), bad, bad,
+             '{"amount": 1}', '{"amount": 1}']
+    conflict, rule = ["message_id.conflicting_duplicate"], ["amount.greater_than_or_equal_to(0)"]
+    joined = outcomes(spark, lines)
+    assert joined[:8] == [
+        ("valid", []), ("valid", []), ("duplicate", []), ("quarantined", conflict), ("duplicate", []),
+        ("quarantined", conflict), ("quarantined", rule), ("duplicate", rule),
+    ]
+    assert [o for o, _ in joined[8:]] == ["quarantined", "quarantined"]  # no key: never copies
+    assert outcomes(spark, lines, every_copy_here=True) == joined
+
+
 def test_messages_without_a_key_are_never_duplicates(spark):
     got = outcomes(spark, ['{"a": 1}', '{"a": 1}'])
     assert [o for o, _ in got] == ["quarantined", "quarantined"]
@@ -55,29 +72,32 @@ def test_the_key_count_is_split_by_the_batch_size_with_the_same_result(spark):
     flagged = flag_lines(lines_frame(spark, [line.encode() for line in lines]), CONTRACT, 1 << 20)
     messages = 3 * KEYS_PER_TASK + 1  # as if the batch were that large: four tasks
 
-    def found(repeated):
-        return sorted(tuple(r) for r in repeated.orderBy("message_id").collect())
+    def found(hashes):
+        return sorted(r[0] for r in hashes.collect())
 
-    split = repeated_keys(flagged, "message_id", hashes=repeated_hashes(flagged, "message_id", messages))
-    assert found(split) == found(repeated_keys(flagged, "message_id"))
+    split = repeated_hashes(flagged, "message_id", messages)
+    assert found(split) == found(repeated_hashes(flagged, "message_id"))
     assert len(found(split)) == 7  # every key but "solo" repeats
+    assert found(split) == sorted(r[0] for r in flagged.where("message_id != 'solo'")
+                                  .select(key_hash("message_id")).distinct().collect())
     plan = split._jdf.queryExecution().executedPlan().toString()
     assert re.search(r"hashpartitioning\(_key_hash#\d+L, 4\), REPARTITION_BY_NUM", plan), plan
 
 
-def test_the_suspects_hold_every_failed_row_and_every_copy_and_give_the_same_repeated_keys(spark):
+def test_the_suspects_hold_every_failed_row_and_every_copy_and_are_judged_as_the_batch(spark):
     lines = [BASE % ("m1", 5), BASE % ("m1", 6), BASE % ("m2", 5), BASE % ("m3", -1),
              BASE % ("m4", 5), BASE % ("m4", 5), '{"amount": 1}', '{"amount": 2}']
     flagged = flag_lines(lines_frame(spark, [line.encode() for line in lines]), CONTRACT, 1 << 20)
     hashes = repeated_hashes(flagged, "message_id")
     suspect = suspects(flagged, [(key_hash("message_id"), hashes)])
 
-    def found(repeated):
-        return sorted(tuple(r) for r in repeated.orderBy("message_id").collect())
+    def marks(rows):
+        return {r["_row_id"]: (r["_redelivery"], len(r["_conflict"])) for r in rows.collect()}
 
     # m1 and m4 repeat, m3 failed, the two lines without a key failed: m2 alone is left out
     assert sorted(r.message_id or "" for r in suspect.collect()) == ["", "", "m1", "m1", "m3", "m4", "m4"]
     assert [r.message_id for r in cleared(flagged, [(key_hash("message_id"), hashes)]).collect()] == ["m2"]
-    whole = found(repeated_keys(flagged, "message_id"))
-    assert found(repeated_keys(suspect, "message_id", hashes=hashes)) == whole
-    assert [r[0] for r in whole] == ["m1", "m4"]
+    whole = marks(mark_duplicates(flagged, "message_id"))
+    among = marks(mark_duplicates(suspect, "message_id", every_copy_here=True))
+    assert among == {row_id: whole[row_id] for row_id in among}
+    assert sorted(among.values()) == [(False, 0)] * 4 + [(False, 1)] * 2 + [(True, 0)]  # m1 both, m4's copy

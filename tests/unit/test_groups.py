@@ -13,7 +13,6 @@ from foodtaster.engine.groups import (
     gather_failed_groups,
     group_check,
     group_hash,
-    holding,
     mark_held,
     open_frame,
     poisoned_groups,
@@ -63,7 +62,7 @@ def test_later_messages_of_a_poisoned_group_are_held(spark):
         ("b1", "o-2", "2026-11-20 11:00:00", False),  # another group: kept
         ("c1", None, "2026-11-20 11:00:00", True),  # no group: holds nothing
     ])
-    marked = mark_held(rows, holding(rows, None, "order_id", "created_at", "b1"), "order_id", "created_at")
+    marked = mark_held(rows, None, "order_id", "created_at", "b1")
     got = {r["message_id"]: (r["_failed"], r[HELD]) for r in marked.collect()}
     assert {m for m, (_, why) in got.items() if why} == {"a3", "a4"}
     assert got["a2"] == (True, None) and got["a1"] == (False, None) and got["b1"] == (False, None)
@@ -87,8 +86,7 @@ def test_a_held_message_that_passed_every_field_rule_gives_its_hold_as_its_only_
             '"status": "CREATED", "created_at": "2026-11-20T%s:00:00Z", "items": 1}')
     lines = [line % ("m1", "o-1", -1, "10"), line % ("m2", "o-1", 5, "11"), line % ("m3", "o-2", 5, "11")]
     flagged = flag_lines(lines_frame(spark, [x.encode() for x in lines]), contract, 1 << 20)
-    held_groups = holding(flagged, None, "order_id", "created_at", "b1")
-    marked = mark_held(flagged, held_groups, "order_id", "created_at")
+    marked = mark_held(flagged, None, "order_id", "created_at", "b1")
     rows = with_reasons(decide_outcomes(marked, contract), contract, 1 << 20, [group_check("order_id")])
     got = {r.message_id: (r._outcome, [(x.layer, x.rule) for x in r.reasons]) for r in rows.collect()}
     assert got == {
@@ -124,9 +122,29 @@ def test_groups_held_by_an_earlier_batch_hold_this_one(spark):
         ("d2", "o-1", "2026-11-19 11:00:00", False),  # earlier than the poison: kept
         ("d3", "o-3", "2026-11-20 08:00:00", False),
     ])
-    marked = mark_held(rows, holding(rows, opened, "order_id", "created_at", "b1"), "order_id", "created_at")
+    marked = mark_held(rows, opened, "order_id", "created_at", "b1")
     held = {r["message_id"]: r[HELD] for r in marked.collect() if r[HELD]}
     assert list(held) == ["d1"] and "message m-x of batch b0" in held["d1"]
+
+
+def test_the_earliest_poison_holds_whether_it_is_this_batchs_or_an_open_groups(spark):
+    opened = open_frame(spark, [poison("x", "o-1", "2026-11-20T08:00:00.000000Z", batch="b0"),
+                                poison("y", "o-2", "2026-11-20T12:00:00.000000Z", batch="b0"),
+                                poison("z", "o-3", None, batch="b0")])
+    rows = _rows(spark, [
+        ("a1", "o-1", "2026-11-20 09:00:00", False),  # after the open poison: held by it
+        ("a2", "o-1", "2026-11-20 10:00:00", True),  # this batch's, later: not the earliest
+        ("b1", "o-2", "2026-11-20 09:00:00", False),  # before this batch's poison: kept
+        ("b2", "o-2", "2026-11-20 10:00:00", True),
+        ("b3", "o-2", "2026-11-20 11:00:00", False),  # held by b2, before the open poison
+        ("c1", "o-3", "2026-11-19 09:00:00", False),  # the open poison's order is unknown: held
+    ])
+    marked = mark_held(rows, opened, "order_id", "created_at", "b1")
+    held = {r["message_id"]: r[HELD] for r in marked.collect() if r[HELD]}
+    assert sorted(held) == ["a1", "b3", "c1"]
+    assert "message m-x of batch b0" in held["a1"] and "message b2 of batch b1" in held["b3"]
+    assert "message m-z of batch b0" in held["c1"]
+    assert marked.columns == [*rows.columns, HELD]
 
 
 def test_group_by_needs_order_by(tmp_path):
