@@ -37,13 +37,17 @@ def open_frame(spark: SparkSession, poison: list[Poison]) -> DataFrame | None:
     """The open groups' poison messages as the small DataFrame `mark_held` takes, or None."""
     if not poison:
         return None
-    rows = [(p.group, p.order, _name(p.message_id, p.batch_id)) for p in poison]
-    frame = spark.createDataFrame(rows, "group string, order string, poison string")
-    return frame.select("group", F.to_timestamp("order").alias("order"), "poison")
+    rows = [(p.group, p.order, p.message_id, p.batch_id) for p in poison]
+    frame = spark.createDataFrame(rows, "group string, order string, message_id string, batch_id string")
+    return frame.select("group", F.to_timestamp("order").alias("order"),
+                        _name(F.col("message_id"), F.col("batch_id")).alias("poison"))
 
 
-def _name(message_id: str | None, batch_id: str) -> str:
-    return f"message {message_id or '(no readable message_id)'} of batch {batch_id}"
+def _name(message_id: Column, batch_id: Column) -> Column:
+    """How a reason names a poison message: "message <id> of batch <batch>"."""
+    unreadable = F.lit("(no readable message_id)")
+    return F.concat(F.lit("message "), F.coalesce(message_id.cast("string"), unreadable),
+                    F.lit(" of batch "), batch_id)
 
 
 def group_hash(group_by: str) -> Column:
@@ -86,9 +90,7 @@ def mark_held(rows: DataFrame, opened: DataFrame | None, group_by: str, order_by
     every row of a failed or open group), as the earliest poison is found over a window by group.
     """
     group = F.col(group_by).cast("string")
-    name = F.concat(F.lit("message "), F.coalesce(F.col("message_id").cast("string"),
-                                                   F.lit("(no readable message_id)")),
-                    F.lit(f" of batch {batch_id}"))
+    name = _name(F.col("message_id"), F.lit(batch_id))
     # Earliest first; a poison whose order is unknown comes first (nulls sort low): it holds all.
     poison = F.when(F.col("_failed") & group.isNotNull(),
                     F.struct(F.col(order_by).alias("order"), name.alias("poison")))
