@@ -36,6 +36,8 @@ class Extras:
     unchecked: list[str] = field(default_factory=list)  # references not checked (nothing published)
     poison: list[Poison] = field(default_factory=list)
     retrying: list[tuple[str, str]] = field(default_factory=list)  # (lineage key, next attempt), for the log
+    # `_others` by batch: the watch and the hold read the same small frame
+    _open_frames: dict[str, DataFrame | None] = field(default_factory=dict, repr=False)
 
     @property
     def grouped(self) -> bool:
@@ -73,7 +75,10 @@ class Extras:
     def _others(self, spark: SparkSession, batch_id: str) -> DataFrame | None:
         """The open groups' poison from other batches: a rerun judges the batch's own messages
         again, so its earlier poison holds nothing now."""
-        return groups.open_frame(spark, [p for p in self.opened if p.batch_id != batch_id])
+        if batch_id not in self._open_frames:
+            self._open_frames[batch_id] = groups.open_frame(
+                spark, [p for p in self.opened if p.batch_id != batch_id])
+        return self._open_frames[batch_id]
 
     def checks(self) -> list[Check]:
         found = references.reference_checks([ref for ref, _ in self.keyed])
