@@ -37,7 +37,7 @@ class Extras:
     poison: list[Poison] = field(default_factory=list)
     retrying: list[tuple[str, str]] = field(default_factory=list)  # (lineage key, next attempt), for the log
     # `_others` by batch: the watch and the hold read the same small frame
-    _open_frames: dict[str, DataFrame | None] = field(default_factory=dict, repr=False)
+    _open_frames: dict[str, DataFrame | None] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def grouped(self) -> bool:
