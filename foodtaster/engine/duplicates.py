@@ -10,17 +10,16 @@ copy of each repeated key, and those are compared over a window by key.
 
 from __future__ import annotations
 
-import math
-
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from foodtaster.engine.reasons import check
 from foodtaster.engine.suspects import hash_or_null
 
-# The most key hashes one task of the batch-wide count holds. That count's hash map is the job's
-# largest allocation: with Spark's partitions (AQE coalesced them to two) it grew to 1 GiB of the
-# driver's heap at 10M messages; at about 300k keys a task it stays near 100 MiB at any size.
+# The most key hashes one task of the batch's counts holds (`batch_counts`). That count's hash
+# map is the job's largest allocation: with Spark's partitions (AQE coalesced them to two) it grew
+# to 1 GiB of the driver's heap at 10M messages; at about 300k keys a task it stays near 100 MiB
+# at any size.
 KEYS_PER_TASK = 250_000
 
 
@@ -32,21 +31,16 @@ def key_hash(key: str) -> Column:
     return hash_or_null(F.col(key))
 
 
-def repeated_hashes(rows: DataFrame, key: str, messages: int | None = None) -> DataFrame:
+def repeated_hashes(rows: DataFrame, key: str) -> DataFrame:
     """One row (`KEY_HASH`) a key hash that occurs more than once: the repeated keys and the
-    rare collision. The batch-wide shuffle of the duplicates, carrying the hash, not the key.
+    rare collision, carrying the hash, not the key. (The job counts them with the batch's other
+    counts: `batch_counts`, a `KEYS_PER_TASK` a task.)
 
     The hashes are repartitioned by hash before they are counted, so the map side builds no
-    hash map (the keys are nearly all distinct). Given the batch's `messages`, into a partition
-    a `KEYS_PER_TASK` hashes, so what a task holds does not grow with the batch; without it,
-    into Spark's shuffle partitions (a small frame: a redrive, a test).
+    hash map (the keys are nearly all distinct).
     """
-    partitions = [max(1, math.ceil(messages / KEYS_PER_TASK))] if messages else []
     hashes = rows.select(key_hash(key).alias(KEY_HASH)).where(F.col(KEY_HASH).isNotNull())
-    return (
-        hashes.repartition(*partitions, KEY_HASH)
-        .groupBy(KEY_HASH).count().where(F.col("count") > 1).select(KEY_HASH)
-    )
+    return hashes.repartition(KEY_HASH).groupBy(KEY_HASH).count().where(F.col("count") > 1).select(KEY_HASH)
 
 
 def repeated_keys(rows: DataFrame, key: str) -> DataFrame:

@@ -24,7 +24,6 @@ from foodtaster.engine.suspects import hash_or_null
 from foodtaster.state.groups import RULE, Poison
 
 GROUP_HASH = "_group_hash"
-FAILED_GROUPS = "_failed_groups"  # the failed rows' group hashes, one array an aggregated row
 HELD = "_group_held"  # why a row is held (the poison named), null when it is not
 OPEN = StructType([
     StructField("group", StringType(), False),
@@ -54,19 +53,6 @@ def group_hash(group_by: str) -> Column:
     """A 64-bit hash of a row's group key as the held groups spell it (a string), null where
     the row has none: such a row is never held."""
     return hash_or_null(F.col(group_by).cast("string"))
-
-
-def gather_failed_groups(row_hash: Column) -> Column:
-    """An aggregate (`FAILED_GROUPS`): the group hashes (`row_hash`, a row's `group_hash`) of
-    the failed rows it reads, each once. Small (failed rows are a few percent), so the job
-    gathers it in a scan it makes anyway, one array a file split."""
-    return F.collect_set(F.when(F.col("_failed"), row_hash)).alias(FAILED_GROUPS)
-
-
-def failed_group_hashes(gathered: DataFrame) -> DataFrame:
-    """The rows' arrays of `gather_failed_groups` as one `GROUP_HASH` row a hash, as
-    `poisoned_groups` takes them."""
-    return gathered.select(F.explode(FAILED_GROUPS).alias(GROUP_HASH))
 
 
 def poisoned_groups(failed: DataFrame, opened: DataFrame | None) -> DataFrame:

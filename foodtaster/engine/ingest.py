@@ -54,23 +54,35 @@ def read_lines(spark: SparkSession, path: str, line_read_bytes: int | None = Non
     )
 
 
-def split_offsets(lines: DataFrame, *also: Column) -> DataFrame:
-    """One row a file split: its first row id, its line count, how many lines of its file
-    precede it, and its file's modification time; and the aggregates `also` of its rows,
-    named as given (the job gathers its failed rows' groups in the same scan).
+SPLIT_AGGREGATES = ["_first_row_id", "_split_lines", "_split_modified_at"]
 
-    As small as the number of splits; the caller broadcasts it back onto the rows.
-    """
-    per_split = lines.groupBy(*SPLIT_KEYS).agg(
-        F.min("_row_id").alias("_first_row_id"), F.count("*").alias("_split_lines"),
-        F.max("_modified_at").alias("_split_modified_at"), *also,
-    )
+
+def split_aggregates() -> list[Column]:
+    """A file split's first row id, its line count and its file's modification time
+    (`SPLIT_AGGREGATES`), as aggregates of its rows."""
+    return [F.min("_row_id").alias("_first_row_id"), F.count("*").alias("_split_lines"),
+            F.max("_modified_at").alias("_split_modified_at")]
+
+
+def with_lines_before(per_split: DataFrame) -> DataFrame:
+    """Add `_lines_before` to one row a split (`split_aggregates`): how many lines of its file
+    precede it."""
     earlier = Window.partitionBy("_source_file").orderBy("_split_start").rowsBetween(
         Window.unboundedPreceding, -1
     )
     return per_split.select(
         "*", F.coalesce(F.sum("_split_lines").over(earlier), F.lit(0)).alias("_lines_before"),
     )
+
+
+def split_offsets(lines: DataFrame) -> DataFrame:
+    """One row a file split: its first row id, its line count, how many lines of its file
+    precede it, and its file's modification time.
+
+    As small as the number of splits; the caller broadcasts it back onto the rows. (The job
+    counts its splits with the batch's other counts: `batch_counts`.)
+    """
+    return with_lines_before(lines.groupBy(*SPLIT_KEYS).agg(*split_aggregates()))
 
 
 def with_line_numbers(rows: DataFrame, offsets: DataFrame, skipped: DataFrame | None = None) -> DataFrame:

@@ -17,12 +17,12 @@ from typing import Any
 
 import fsspec
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Row, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 
-from foodtaster.engine import crash, groups, ingest, layers, listed, rules, second_chances
-from foodtaster.engine.duplicates import key_hash, mark_duplicates, repeated_hashes
+from foodtaster.engine import batch_counts, crash, ingest, layers, listed, rules, second_chances
+from foodtaster.engine.duplicates import key_hash, mark_duplicates
 from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
 from foodtaster.engine.suspects import Watch, bytes_of_failed_only, cleared, suspects, with_bytes_read_again
 from foodtaster.logs import batch_logger
@@ -390,16 +390,21 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
             from foodtaster.engine.gate import import_ahead
 
             import_ahead()
-        kept = _keep(bytes_of_failed_only(the_pass), held)
+        # How many messages the pass holds, counted while it is kept: the batch's counts below
+        # shuffle into a task a `KEYS_PER_TASK` of them.
+        observed = Observation()
+        kept = _keep(bytes_of_failed_only(the_pass.observe(observed, F.count(F.lit(1)).alias("rows"))), held)
         fault_point("flagged")
-        # The split offsets and the failed rows' groups, in one scan of the kept pass: one row a
-        # file split, collected once. The lines read and the files' newest time come from those
-        # rows, and the writes join them back as a local table.
+        key = unique_key(contract)
         group_hash = extras.group_hash()
-        also = [] if group_hash is None else [groups.gather_failed_groups(group_hash)]
-        splits = _persist(ingest.split_offsets(kept, *also), held)
-        per_split = splits.drop(groups.FAILED_GROUPS)
-        split_rows = per_split.collect()
+        # The file splits, and what other rows can change as sets of hashes (the key hashes that
+        # repeat, the failed rows' groups), in one scan of the kept pass (`batch_counts`). The
+        # lines read and the files' newest time come from the splits, and the writes join them
+        # back as a local table.
+        with batch_counts.shuffled_into(spark, batch_counts.partitions(observed.get["rows"])):
+            counts = _persist(batch_counts.batch_counts(kept, key, group_hash), held)
+            per_split = batch_counts.split_offsets(counts)
+            split_rows = per_split.collect()
         offsets = spark.createDataFrame(split_rows, per_split.schema)
         ingested_at = _ingested_at(manifest, split_rows)
         lines_read = sum(row["_split_lines"] for row in split_rows)
@@ -409,15 +414,14 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         timings["read_validate_s"] = time.perf_counter() - started
 
         mark = time.perf_counter()
-        key = unique_key(contract)
-        # What other rows can change, as sets of hashes: the key hashes that repeat (the
-        # batch-wide count) and the groups a poison message may hold. The rows they watch and
-        # the failed rows are the suspects (a few percent), kept and judged alone; every other
-        # row is valid as it stands, and is written without a join but its line numbers.
-        hashes = _persist(repeated_hashes(kept, key, lines_read), held) if key else None
-        watches: list[Watch] = [] if hashes is None else [(key_hash(key), hashes)]
+        # The rows the repeated keys and the failed groups watch, and the failed rows, are the
+        # suspects (a few percent), kept and judged alone; every other row is valid as it
+        # stands, and is written without a join but its line numbers.
+        watches: list[Watch] = []
+        if key is not None:
+            watches.append((key_hash(key), batch_counts.repeated_key_hashes(counts)))
         if group_hash is not None:
-            failed_groups = _persist(groups.failed_group_hashes(splits), held)
+            failed_groups = batch_counts.failed_group_hashes(counts)
             watches.append(extras.group_watch(group_hash, failed_groups, run.batch_id))
         with ExitStack() as briefly:  # the suspects without their bytes: freed once they have them
             suspect = _keep(with_bytes_read_again(_keep(suspects(kept, watches), briefly), lines), held)

@@ -1,12 +1,11 @@
 """Redeliveries are dropped and counted; conflicting copies are all quarantined."""
 
-import re
 
 from conftest import lines_frame
 from pyspark.sql import functions as F
 
 from contracts.orders import Orders
-from foodtaster.engine.duplicates import KEYS_PER_TASK, key_hash, mark_duplicates, repeated_hashes
+from foodtaster.engine.duplicates import key_hash, mark_duplicates, repeated_hashes
 from foodtaster.engine.job import decide_outcomes, flag_lines, with_reasons
 from foodtaster.engine.rules import read_contract
 from foodtaster.engine.suspects import cleared, suspects
@@ -65,23 +64,6 @@ def test_outcome_column_is_the_split(spark):
     flagged = flag_lines(lines_frame(spark, [(BASE % ("m1", 5)).encode(), b"{"]), CONTRACT, 1 << 20)
     counts = dict(decide_outcomes(flagged, CONTRACT).groupBy("_outcome").agg(F.count("*")).collect())
     assert counts == {"valid": 1, "quarantined": 1}
-
-
-def test_the_key_count_is_split_by_the_batch_size_with_the_same_result(spark):
-    lines = [BASE % (f"m{i % 7}", i % 3) for i in range(40)] + [BASE % ("solo", 1)]
-    flagged = flag_lines(lines_frame(spark, [line.encode() for line in lines]), CONTRACT, 1 << 20)
-    messages = 3 * KEYS_PER_TASK + 1  # as if the batch were that large: four tasks
-
-    def found(hashes):
-        return sorted(r[0] for r in hashes.collect())
-
-    split = repeated_hashes(flagged, "message_id", messages)
-    assert found(split) == found(repeated_hashes(flagged, "message_id"))
-    assert len(found(split)) == 7  # every key but "solo" repeats
-    assert found(split) == sorted(r[0] for r in flagged.where("message_id != 'solo'")
-                                  .select(key_hash("message_id")).distinct().collect())
-    plan = split._jdf.queryExecution().executedPlan().toString()
-    assert re.search(r"hashpartitioning\(_key_hash#\d+L, 4\), REPARTITION_BY_NUM", plan), plan
 
 
 def test_the_suspects_hold_every_failed_row_and_every_copy_and_are_judged_as_the_batch(spark):

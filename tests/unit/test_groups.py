@@ -9,8 +9,6 @@ import pytest
 from foodtaster.engine.groups import (
     GROUP_HASH,
     HELD,
-    failed_group_hashes,
-    gather_failed_groups,
     group_check,
     group_hash,
     mark_held,
@@ -97,19 +95,23 @@ def test_a_held_message_that_passed_every_field_rule_gives_its_hold_as_its_only_
 
 
 def test_the_groups_watched_are_the_failed_rows_and_the_open_ones_each_once(spark):
-    """Gathered per split as the job gathers them (one array a split), then one hash a row."""
+    """Counted as the job counts them (`batch_counts`), then joined with the open groups."""
     from pyspark.sql import functions as F
+
+    from foodtaster.engine.batch_counts import batch_counts, failed_group_hashes
 
     rows = _rows(spark, [
         ("a1", "o-1", None, True), ("a2", "o-1", None, True),  # one group failed twice
         ("b1", "o-2", None, False),  # passed: not watched
         ("c1", "o-3", None, True),
         ("d1", None, None, True),  # failed with no group: watches nothing
-    ]).withColumn("_split", F.when(F.col("message_id") < "b", 0).otherwise(1))
-    gathered = rows.groupBy("_split").agg(gather_failed_groups(group_hash("order_id")))
+    ]).select("*", F.lit("f").alias("_source_file"), F.when(F.col("message_id") < "b", 0).otherwise(1)
+              .cast("long").alias("_split_start"), F.lit(0).cast("long").alias("_row_id"),
+              F.col("created_at").alias("_modified_at"))
+    failed = failed_group_hashes(batch_counts(rows, None, group_hash("order_id")))
     opened = open_frame(spark, [poison("x", "o-9", "2026-11-19T12:00:00.000000Z", batch="b0"),
                                 poison("y", "o-3", "2026-11-19T12:00:00.000000Z", batch="b0")])
-    watched = poisoned_groups(failed_group_hashes(gathered), opened)
+    watched = poisoned_groups(failed, opened)
     expected = rows.sparkSession.createDataFrame([("o-1",), ("o-3",), ("o-9",)], "order_id string")
     assert sorted(r[GROUP_HASH] for r in watched.collect()) == sorted(
         r[0] for r in expected.select(group_hash("order_id")).collect())
