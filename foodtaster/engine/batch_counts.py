@@ -5,7 +5,7 @@ Three things need every row of the kept pass before any row is written: the file
 groups of the failed rows (`groups`). They are one aggregate over Spark's grouping sets:
 each row is expanded into one row a set before the map side aggregates, so the kept pass is
 read once and shuffled once, as small as the splits, the repeated keys and the failed groups.
-Counted as two aggregates (the splits, then the keys), a 2M batch took 0.6 s more warm and
+Counted as two aggregates (the splits, then the keys), a 2M batch took 0.2-1.0 s more warm and
 about 2 s more in a fresh JVM (bench/README.md).
 """
 
