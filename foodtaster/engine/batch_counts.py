@@ -33,7 +33,7 @@ def batch_counts(rows: DataFrame, key: str | None, group_hash: Column | None) ->
     columns = [*ingest.SPLIT_KEYS, "_row_id", "_modified_at"]
     sets = [ingest.SPLIT_KEYS]
     label = F.when(F.grouping(ingest.SPLIT_KEYS[0]) == 0, F.lit(SPLIT))
-    kept = F.col(SET) == SPLIT
+    wanted = F.col(SET) == SPLIT
     if key is not None:
         columns.append(key_hash(key).alias(KEY_HASH))
         sets.append([KEY_HASH])
@@ -41,15 +41,15 @@ def batch_counts(rows: DataFrame, key: str | None, group_hash: Column | None) ->
         # `_split_lines` counts each set's rows: a key hash's, its copies. A row without a key
         # (a null hash) never repeats.
         copies = F.col("_split_lines")
-        kept = kept | ((F.col(SET) == REPEATED_KEY) & F.col(KEY_HASH).isNotNull() & (copies > 1))
+        wanted = wanted | ((F.col(SET) == REPEATED_KEY) & F.col(KEY_HASH).isNotNull() & (copies > 1))
     if group_hash is not None:
         columns.append(F.when(F.col("_failed"), group_hash).alias(GROUP_HASH))
         sets.append([GROUP_HASH])
         label = label.otherwise(F.lit(FAILED_GROUP))
-        kept = kept | ((F.col(SET) == FAILED_GROUP) & F.col(GROUP_HASH).isNotNull())
+        wanted = wanted | ((F.col(SET) == FAILED_GROUP) & F.col(GROUP_HASH).isNotNull())
     by = [column for group in sets for column in group]
     counted = rows.select(*columns).groupingSets(sets, *by).agg(*ingest.split_aggregates(), label.alias(SET))
-    return counted.where(kept)
+    return counted.where(wanted)
 
 
 def split_offsets(counts: DataFrame) -> DataFrame:
