@@ -54,8 +54,7 @@ def batch_counts(rows: DataFrame, key: str | None, group_hash: Column | None) ->
 
 def split_offsets(counts: DataFrame) -> DataFrame:
     """The file splits of `batch_counts` as `ingest.split_offsets` gives them."""
-    splits = counts.where(F.col(SET) == SPLIT).select(*ingest.SPLIT_KEYS, *ingest.SPLIT_AGGREGATES)
-    return ingest.with_lines_before(splits)
+    return ingest.with_lines_before(counts.where(F.col(SET) == SPLIT).drop(SET, KEY_HASH, GROUP_HASH))
 
 
 def repeated_key_hashes(counts: DataFrame) -> DataFrame:
@@ -85,14 +84,11 @@ def shuffled_into(spark: SparkSession, tasks: int) -> Iterator[None]:
     """
     settings = {"spark.sql.shuffle.partitions": str(tasks),
                 "spark.sql.adaptive.coalescePartitions.enabled": "false"}
-    before = {name: spark.conf.get(name, None) for name in settings}
+    before = {name: spark.conf.get(name) for name in settings}  # both have defaults: never unset
     for name, value in settings.items():
         spark.conf.set(name, value)
     try:
         yield
     finally:
         for name, value in before.items():
-            if value is None:
-                spark.conf.unset(name)
-            else:
-                spark.conf.set(name, value)
+            spark.conf.set(name, value)

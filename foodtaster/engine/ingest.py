@@ -54,12 +54,9 @@ def read_lines(spark: SparkSession, path: str, line_read_bytes: int | None = Non
     )
 
 
-SPLIT_AGGREGATES = ["_first_row_id", "_split_lines", "_split_modified_at"]
-
-
 def split_aggregates() -> list[Column]:
-    """A file split's first row id, its line count and its file's modification time
-    (`SPLIT_AGGREGATES`), as aggregates of its rows."""
+    """A file split's first row id, its line count and its file's modification time, as
+    aggregates of its rows."""
     return [F.min("_row_id").alias("_first_row_id"), F.count("*").alias("_split_lines"),
             F.max("_modified_at").alias("_split_modified_at")]
 
