@@ -423,9 +423,10 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         if group_hash is not None:
             failed_groups = batch_counts.failed_group_hashes(counts)
             watches.append(extras.group_watch(group_hash, failed_groups, run.batch_id))
-        with ExitStack() as briefly:  # the suspects without their bytes: freed once they have them
-            suspect = _keep(with_bytes_read_again(_keep(suspects(kept, watches), briefly), lines), held)
-        flagged = extras.hold(suspect, run.batch_id)
+        # The suspects are kept once without their bytes, then judged with the bytes read again in
+        # the same Spark job that keeps the judgement; the outcomes are counted while it is kept.
+        bare = _keep(suspects(kept, watches), held)
+        flagged = extras.hold(with_bytes_read_again(bare, lines), run.batch_id)
 
         skipped = None if broker else ingest.skipped_lines(spark, (manifest or {}).get("files", []))
 
@@ -436,8 +437,11 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
                 F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
             )
 
-        judged = _keep(numbered(decide_outcomes(flagged, contract, every_copy_here=True)), held)
-        outcomes = dict(judged.groupBy("_outcome").count().collect())
+        counted = Observation()
+        by_outcome = [F.count_if(F.col("_outcome") == o).alias(o) for o in (VALID, QUARANTINED, DUPLICATE)]
+        judged = _keep(numbered(decide_outcomes(flagged, contract, every_copy_here=True)).observe(
+            counted, *by_outcome), held)
+        outcomes = counted.get
         # Counted where they are dropped: every byte-identical copy but the first of a key.
         duplicates_dropped = outcomes.get(DUPLICATE, 0)
         timings["duplicates_s"] = time.perf_counter() - mark

@@ -130,3 +130,28 @@ def test_rows_lost_during_the_write_fail_the_batch_and_nothing_is_swapped_in(
     assert sorted(p.read_bytes() for p in published.glob("*.parquet")) == before
     assert Path(lake.summary("orders", landed.batch_id)).read_bytes() == summary_before
     assert not Path(lake.runs("valid", "orders", DATE, landed.batch_id)).exists()
+
+
+def test_input_changed_after_the_pass_fails_the_batch_with_the_row_named(spark, tmp_path, monkeypatch):
+    """A suspect that passed is judged on its bytes read again from the raw copy; when they are not
+    the bytes the pass judged (the landed copy changed under the job), the batch fails naming the
+    row, and nothing is written in its place."""
+    lake = Lake(str(tmp_path / "lake"))
+    inbox = Path(lake.inbox("orders", DATE))
+    sample.generate_batch(inbox, messages=300, seed=5, poison_rate=0.1, files=1, gzip_files=0,
+                          kinds=["redelivery"])
+    landed = land_batch(lake, "orders", DATE)
+    (raw_file,) = Path(landed.raw_path).glob("*.jsonl")
+
+    def rewrite() -> None:  # the same lines, the same lengths, other bytes
+        raw_file.write_bytes(raw_file.read_bytes().replace(b'"currency"', b'"CURRENCY"'))
+
+    thread = _at_fault(monkeypatch, tmp_path, "flagged", rewrite)
+    changed = r"the bytes of \S+ row \d+ read again differ from those the pass judged"
+    with pytest.raises(Exception, match=changed):
+        run_batch(spark, BatchRun(config=get_dataset("orders"), input_path=landed.raw_path, lake=lake,
+                                  batch_id=landed.batch_id, batch_date=DATE, gate=False))
+    thread.join(5)
+    assert not Path(lake.summary("orders", landed.batch_id)).exists()
+    assert not Path(lake.quarantine("orders", DATE, landed.batch_id)).exists()
+    assert not Path(lake.runs("valid", "orders", DATE, landed.batch_id)).exists()
