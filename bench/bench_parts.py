@@ -1,0 +1,142 @@
+"""What each step of tasting a batch costs on its own, against the floor (issue 15).
+
+`bench_validate.py` times whole jobs; this times the steps every design of the job is made of,
+on the same generated `orders` batch, in one process with one SparkSession, rounds interleaved,
+medians. Each step ends in a cheap action (a count, an aggregate collected) unless it says
+"written". The steps that start from the kept pass share one kept pass, built once up front.
+
+    .venv/bin/python bench/bench_parts.py                      # 2,000,000 messages, 3 rounds
+    .venv/bin/python bench/bench_parts.py --messages 200000 --repeat 2
+
+Read it as a ladder: a design that judges every message and keeps its batch-wide verdicts
+(duplicates, conversation holds, line numbers) pays at least the pass, the batch's counts and one
+write of the valid rows, however it orders them (bench/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_validate import build_spark, generate, load, run_floor  # noqa: E402
+
+
+def steps(spark, input_path: str, out: Path) -> dict[str, Callable[[], object]]:
+    """The steps, by name, in the order they are run in each round."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from foodtaster.engine import batch_counts, groups, ingest, layers, rules
+    from foodtaster.engine.duplicates import key_hash
+    from foodtaster.engine.job import flag_lines, valid_rows
+    from foodtaster.engine.suspects import SUSPECT, bytes_of_failed_only, mark_suspects
+    from foodtaster.registry import get_dataset
+
+    config = get_dataset("orders")
+    contract = rules.read_contract(config.load_contract())
+    group_hash = groups.group_hash(config.group_by)
+
+    def lines():
+        return ingest.read_lines(spark, input_path)
+
+    def flagged():
+        return flag_lines(lines(), contract, config.max_message_bytes)
+
+    def counts(rows):
+        return batch_counts.batch_counts(rows, "message_id", group_hash)
+
+    kept = bytes_of_failed_only(flagged()).localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
+    # Checkpointed, not persisted: a persisted plan would serve the timed counts below from its cache.
+    with batch_counts.shuffled_into(spark, batch_counts.partitions(kept.count())):
+        kept_counts = counts(kept).localCheckpoint(eager=True)
+        per_split = batch_counts.split_offsets(kept_counts)
+        offsets = spark.createDataFrame(per_split.collect(), per_split.schema)
+    watches = [(key_hash("message_id"), batch_counts.repeated_key_hashes(kept_counts)),
+               (group_hash, groups.poisoned_groups(batch_counts.failed_group_hashes(kept_counts), None))]
+
+    def write_valid(name: str, *, cleared: bool, numbered: bool) -> None:
+        if cleared:
+            rows = mark_suspects(kept, watches).where(~F.col(SUSPECT))
+        else:
+            rows = kept.where(~F.col("_failed"))
+        if numbered:
+            rows = ingest.with_line_numbers(rows, offsets)
+        else:
+            rows = rows.withColumn("_line_number", F.col("_row_id"))
+        rows = rows.select("*", F.lit("bench").alias("_batch_id"),
+                           F.current_timestamp().alias("_ingested_at"))
+        valid_rows(rows, contract).write.mode("overwrite").parquet(str(out / name))
+
+    def timed_counts() -> int:
+        with batch_counts.shuffled_into(spark, batch_counts.partitions(kept.count())):
+            return counts(flagged()).count()
+
+    def parsed():
+        return layers.parse(lines(), rules.parse_fields(contract), config.max_message_bytes)
+
+    return {
+        "floor: from_json, written": lambda: run_floor(spark, input_path, out / "floor"),
+        "text read, split counts": lambda: lines().groupBy(*ingest.SPLIT_KEYS).agg(
+            *ingest.split_aggregates()).collect(),
+        "the strict parser": lambda: parsed().agg(F.count("_t_created_at")).collect(),
+        "the parser and every rule": lambda: flagged().agg(F.count_if("_failed")).collect(),
+        "the pass and the batch's counts": timed_counts,
+        "the pass kept (local checkpoint)": lambda: _released(
+            bytes_of_failed_only(flagged()).localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)),
+        "kept: one scan": lambda: kept.agg(F.count_if("_failed")).collect(),
+        "kept: the batch's counts": lambda: counts(kept).count(),
+        "kept: valid written, no joins": lambda: write_valid("bare", cleared=False, numbered=False),
+        "kept: valid written, suspects and line numbers joined": lambda: write_valid(
+            "joined", cleared=True, numbered=True),
+    }
+
+
+def _released(kept) -> None:
+    kept._jdf.queryExecution().logical().rdd().unpersist(False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=2_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default="6g")
+    parser.add_argument("--workdir", help="keep the input here (reused when the parameters match)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(args.workdir or scratch)
+        input_path = work / "input"
+        info = generate(input_path, args.messages, args.seed, 0.02)
+        print(f"{args.messages:,} messages, {info['bytes'] / 2**20:,.0f} MiB; load {load()}", flush=True)
+        spark = build_spark(args.master, args.driver_memory)
+        runs = steps(spark, str(input_path), work / "out")
+        for step in runs.values():  # warm-up: first-run costs are not billed to a round
+            step()
+        seconds: dict[str, list[float]] = {name: [] for name in runs}
+        for round_ in range(args.repeat):
+            for name, step in runs.items():
+                started = time.perf_counter()
+                step()
+                seconds[name].append(time.perf_counter() - started)
+            print(f"round {round_ + 1} done; load {load()}", flush=True)
+        floor = statistics.median(seconds["floor: from_json, written"])
+        print("\n| step | median s | x floor | runs (s) |\n|---|---:|---:|---|")
+        for name, runs_s in seconds.items():
+            median = statistics.median(runs_s)
+            listed = ", ".join(f"{s:.2f}" for s in runs_s)
+            print(f"| {name} | {median:.2f} | {median / floor:.2f} | {listed} |")
+        print(f"\nload average at the end: {load()}")
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
