@@ -424,7 +424,7 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
             failed_groups = batch_counts.failed_group_hashes(counts)
             watches.append(extras.group_watch(group_hash, failed_groups, run.batch_id))
         # The suspects are kept once without their bytes, then judged with the bytes read again in
-        # the same Spark job that keeps the judgement; the outcomes are counted while it is kept.
+        # the same Spark job that keeps the judgement, which counts the duplicates it drops.
         bare = _keep(suspects(kept, watches), held)
         flagged = extras.hold(with_bytes_read_again(bare, lines), run.batch_id)
 
@@ -437,13 +437,11 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
                 F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
             )
 
-        counted = Observation()
-        by_outcome = [F.count_if(F.col("_outcome") == o).alias(o) for o in (VALID, QUARANTINED, DUPLICATE)]
-        judged = _keep(numbered(decide_outcomes(flagged, contract, every_copy_here=True)).observe(
-            counted, *by_outcome), held)
-        outcomes = counted.get
         # Counted where they are dropped: every byte-identical copy but the first of a key.
-        duplicates_dropped = outcomes.get(DUPLICATE, 0)
+        dropped = Observation()
+        judged = _keep(numbered(decide_outcomes(flagged, contract, every_copy_here=True)).observe(
+            dropped, F.count_if(F.col("_outcome") == DUPLICATE).alias(DUPLICATE)), held)
+        duplicates_dropped = dropped.get[DUPLICATE]
         timings["duplicates_s"] = time.perf_counter() - mark
         mark = time.perf_counter()
         quarantine = quarantine_rows(with_outcome(judged, QUARANTINED), contract, config.max_message_bytes,
