@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -28,14 +29,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_validate import build_spark, generate, load, run_floor  # noqa: E402
 
 
-def steps(spark, input_path: str, out: Path) -> dict[str, Callable[[], object]]:
-    """The steps, by name, in the order they are run in each round."""
-    from pyspark import StorageLevel
+def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Callable[[], object]]:
+    """The steps, by name, in the order they are run in each round; what is kept for them is freed
+    when `held` closes."""
     from pyspark.sql import functions as F
 
     from foodtaster.engine import batch_counts, groups, ingest, layers, rules
     from foodtaster.engine.duplicates import key_hash
-    from foodtaster.engine.job import flag_lines, valid_rows
+    from foodtaster.engine.job import _keep, flag_lines, valid_rows
     from foodtaster.engine.suspects import SUSPECT, bytes_of_failed_only, mark_suspects
     from foodtaster.registry import get_dataset
 
@@ -49,13 +50,16 @@ def steps(spark, input_path: str, out: Path) -> dict[str, Callable[[], object]]:
     def flagged():
         return flag_lines(lines(), contract, config.max_message_bytes)
 
-    def counts(rows):
-        return batch_counts.batch_counts(rows, "message_id", group_hash)
+    kept = _keep(bytes_of_failed_only(flagged()), held)
+    tasks = batch_counts.partitions(kept.count())
 
-    kept = bytes_of_failed_only(flagged()).localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
+    def counted(rows) -> int:  # the batch's counts, as many tasks as the job gives them
+        with batch_counts.shuffled_into(spark, tasks):
+            return batch_counts.batch_counts(rows, "message_id", group_hash).count()
+
     # Checkpointed, not persisted: a persisted plan would serve the timed counts below from its cache.
-    with batch_counts.shuffled_into(spark, batch_counts.partitions(kept.count())):
-        kept_counts = counts(kept).localCheckpoint(eager=True)
+    with batch_counts.shuffled_into(spark, tasks):
+        kept_counts = _keep(batch_counts.batch_counts(kept, "message_id", group_hash), held)
         per_split = batch_counts.split_offsets(kept_counts)
         offsets = spark.createDataFrame(per_split.collect(), per_split.schema)
     watches = [(key_hash("message_id"), batch_counts.repeated_key_hashes(kept_counts)),
@@ -74,9 +78,9 @@ def steps(spark, input_path: str, out: Path) -> dict[str, Callable[[], object]]:
                            F.current_timestamp().alias("_ingested_at"))
         valid_rows(rows, contract).write.mode("overwrite").parquet(str(out / name))
 
-    def timed_counts() -> int:
-        with batch_counts.shuffled_into(spark, batch_counts.partitions(kept.count())):
-            return counts(flagged()).count()
+    def kept_again() -> None:
+        with ExitStack() as freed:
+            _keep(bytes_of_failed_only(flagged()), freed)
 
     def parsed():
         return layers.parse(lines(), rules.parse_fields(contract), config.max_message_bytes)
@@ -87,19 +91,14 @@ def steps(spark, input_path: str, out: Path) -> dict[str, Callable[[], object]]:
             *ingest.split_aggregates()).collect(),
         "the strict parser": lambda: parsed().agg(F.count("_t_created_at")).collect(),
         "the parser and every rule": lambda: flagged().agg(F.count_if("_failed")).collect(),
-        "the pass and the batch's counts": timed_counts,
-        "the pass kept (local checkpoint)": lambda: _released(
-            bytes_of_failed_only(flagged()).localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)),
+        "the pass and the batch's counts": lambda: counted(flagged()),
+        "the pass kept (local checkpoint)": kept_again,
         "kept: one scan": lambda: kept.agg(F.count_if("_failed")).collect(),
-        "kept: the batch's counts": lambda: counts(kept).count(),
+        "kept: the batch's counts": lambda: counted(kept),
         "kept: valid written, no joins": lambda: write_valid("bare", cleared=False, numbered=False),
         "kept: valid written, suspects and line numbers joined": lambda: write_valid(
             "joined", cleared=True, numbered=True),
     }
-
-
-def _released(kept) -> None:
-    kept._jdf.queryExecution().logical().rdd().unpersist(False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         info = generate(input_path, args.messages, args.seed, 0.02)
         print(f"{args.messages:,} messages, {info['bytes'] / 2**20:,.0f} MiB; load {load()}", flush=True)
         spark = build_spark(args.master, args.driver_memory)
-        runs = steps(spark, str(input_path), work / "out")
+        held = ExitStack()
+        runs = steps(spark, str(input_path), work / "out", held)
         for step in runs.values():  # warm-up: first-run costs are not billed to a round
             step()
         seconds: dict[str, list[float]] = {name: [] for name in runs}
@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             listed = ", ".join(f"{s:.2f}" for s in runs_s)
             print(f"| {name} | {median:.2f} | {median / floor:.2f} | {listed} |")
         print(f"\nload average at the end: {load()}")
+        held.close()
         spark.stop()
     return 0
 
