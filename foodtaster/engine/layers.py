@@ -94,7 +94,7 @@ def _register_java(spark: SparkSession, name: str, java_class: str, returns: Dat
     except Exception as err:  # Py4J's error names the missing class deep in a Java trace
         if "ClassNotFoundException" in str(err) or "Can not load class" in str(err):
             raise RuntimeError(
-                f"the strict line parser ({java_class}) is not on Spark's classpath: build it "
+                f"{java_class} (the strict line parser's jar) is not on Spark's classpath: build it "
                 "(`make jar`) and start Spark with build_session, or pass "
                 "`--jars build/foodtaster-jvm.jar` to spark-submit"
             ) from err
