@@ -118,13 +118,7 @@ def _in_range(value: Column, s: dict[str, Any]) -> tuple[Column, str]:
 
 def _iso_timestamp(value: Column, s: dict[str, Any]) -> tuple[Column, str]:
     # The written column's value (`field_outputs`): Spark computes it once a row for both.
-    return timestamp_value(value).isNotNull(), "must be an ISO-8601 timestamp with a zone offset or Z"
-
-
-def timestamp_value(text: Column) -> Column:
-    """A string as the timestamp it names, null where it is not an ISO-8601 timestamp with a zone
-    (`layers.iso_timestamp`): a quarantined row's unshaped text is not guessed at."""
-    return layers.iso_timestamp(text)
+    return layers.iso_timestamp(value).isNotNull(), "must be an ISO-8601 timestamp with a zone offset or Z"
 
 
 def python_regex(pattern: str) -> str:
@@ -267,7 +261,7 @@ def field_outputs(contract: Contract) -> list[Column]:
     for rule in contract.fields:
         value = _t(rule.name)
         if isinstance(rule.output_type, TimestampType):
-            value = timestamp_value(value)
+            value = layers.iso_timestamp(value)  # a quarantined row's unshaped text is not guessed at
         outputs.append(value.alias(rule.name))
     return outputs
 

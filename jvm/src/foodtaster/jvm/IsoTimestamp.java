@@ -2,6 +2,10 @@ package foodtaster.jvm;
 
 import org.apache.spark.sql.api.java.UDF1;
 
+import java.time.LocalDate;
+import java.time.Month;
+import java.time.Year;
+
 /**
  * {@code iso_timestamp_micros(text STRING) -> BIGINT} for {@code spark.udf.registerJavaFunction}:
  * the instant an ISO-8601 date-time with a zone names, in microseconds since the epoch, or null
@@ -17,7 +21,6 @@ import org.apache.spark.sql.api.java.UDF1;
 public final class IsoTimestamp implements UDF1<String, Long> {
     private static final long serialVersionUID = 1L;
     private static final long MICROS_PER_SECOND = 1_000_000L;
-    private static final int[] DAYS_IN_MONTH = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
 
     @Override
     public Long call(String text) {
@@ -63,9 +66,10 @@ public final class IsoTimestamp implements UDF1<String, Long> {
             return null;
         }
         if (at != n) return null;
-        if (year == 0 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return null;
+        if (year == 0 || month < 1 || month > 12 || day < 1) return null;
+        if (day > Month.of(month).length(Year.isLeap(year))) return null;
         if (hour > 23 || minute > 59 || second > 59) return null;
-        long seconds = epochDay(year, month, day) * 86_400L + hour * 3600L + minute * 60L + second - offsetSeconds;
+        long seconds = LocalDate.of(year, month, day).toEpochDay() * 86_400L + hour * 3600L + minute * 60L + second - offsetSeconds;
         return seconds * MICROS_PER_SECOND + fraction;
     }
 
@@ -82,19 +86,5 @@ public final class IsoTimestamp implements UDF1<String, Long> {
             value = value * 10 + (c - '0');
         }
         return value;
-    }
-
-    private static int daysIn(int year, int month) {
-        if (month == 2 && isLeap(year)) return 29;
-        return DAYS_IN_MONTH[month - 1];
-    }
-
-    private static boolean isLeap(int year) {
-        return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    }
-
-    /** Days from 1970-01-01 to a proleptic Gregorian date (as java.time.LocalDate.toEpochDay). */
-    private static long epochDay(int year, int month, int day) {
-        return java.time.LocalDate.of(year, month, day).toEpochDay();
     }
 }
