@@ -468,11 +468,12 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         mark = time.perf_counter()
         valid = spark.read.parquet(run_valid)
         written_quarantine = spark.read.parquet(run_quarantine)
-        valid_count, quarantined = valid.count(), written_quarantine.count()
+        valid_count = valid.count()
+        quarantined, reason_counts = quarantine_counts(written_quarantine)
         messages = lines_read + too_large + len((manifest or {}).get("unreadable", []))
         _check_accounting(messages, valid_count, quarantined, duplicates_dropped, config.name,
                           run.batch_id)
-        reason_counts, samples = _reasons_and_samples(written_quarantine)
+        samples = _samples(written_quarantine)
         chances = extras.count(written_quarantine, run.batch_id, reason_counts)
         timings["metrics_s"] = time.perf_counter() - mark
     report = lake.report(config.name, run.batch_id)
@@ -553,15 +554,28 @@ def _check_accounting(
         )
 
 
-def _reasons_and_samples(quarantine: DataFrame) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    """How many quarantined rows each rule caught (most first), and the first few rows in file
-    order with their reasons: small aggregates, whatever the size of the quarantine."""
-    reason_counts = {
+# What `quarantine_counts` counts each row as, besides its rules: no rule id starts with "*".
+ROWS = "*rows"
+
+
+def quarantine_counts(quarantine: DataFrame) -> tuple[int, dict[str, int]]:
+    """How many rows the quarantine holds, and how many of them each rule caught (most first,
+    then by rule), in one aggregate: each row counts once as `ROWS` and once a rule it has.
+    One Spark execution, not a count and a sorted aggregate (four Spark jobs fewer a batch)."""
+    rules = F.coalesce(F.array_distinct("reasons.rule"), F.array().cast("array<string>"))
+    counted = {
         r["rule"]: r["count"]
-        for r in quarantine.select(F.explode(F.array_distinct("reasons.rule")).alias("rule"))
-        .groupBy("rule").count().orderBy(F.desc("count"), "rule").collect()
+        for r in quarantine.select(F.explode(F.concat(F.array(F.lit(ROWS)), rules)).alias("rule"))
+        .groupBy("rule").count().collect()
     }
-    samples = [
+    rows = counted.pop(ROWS, 0)
+    return rows, dict(sorted(counted.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _samples(quarantine: DataFrame) -> list[dict[str, Any]]:
+    """The first few quarantined rows in file order, with their reasons, whatever the size of
+    the quarantine."""
+    return [
         {
             "source_file": r["_source_file"], "line_number": r["_line_number"],
             "raw": _escape_sample(bytes(r["_raw"])),
@@ -569,7 +583,6 @@ def _reasons_and_samples(quarantine: DataFrame) -> tuple[dict[str, int], list[di
         }
         for r in quarantine.orderBy("_source_file", "_line_number").limit(SAMPLE_COUNT).collect()
     ]
-    return reason_counts, samples
 
 
 def _keep(rows: DataFrame, held: ExitStack) -> DataFrame:

@@ -278,3 +278,24 @@ def test_without_a_manifest_the_batch_landed_when_its_newest_file_was_written(sp
     for rows in (valid, quarantine):
         times = {r[0] for r in rows.select(F.unix_timestamp("_ingested_at")).distinct().collect()}
         assert times == {newest}
+
+
+def test_quarantine_counts_count_each_row_once_and_each_rule_once_a_row(spark):
+    from foodtaster.engine.job import quarantine_counts
+    from foodtaster.engine.reasons import REASONS
+
+    def reason(rule):
+        return {"layer": "contract", "rule": rule, "column": None, "message": rule, "value": None}
+
+    rows = [
+        ([reason("b.rule"), reason("b.rule"), reason("a.rule")],),  # a rule twice in a row counts once
+        ([reason("b.rule")],),
+        ([reason("c.rule")],),
+        ([],),  # no reason (never written, but a row all the same)
+        (None,),
+    ]
+    quarantine = spark.createDataFrame(rows, f"reasons {REASONS.simpleString()}")
+    count, by_rule = quarantine_counts(quarantine)
+    assert count == 5
+    assert list(by_rule.items()) == [("b.rule", 2), ("a.rule", 1), ("c.rule", 1)]  # most first, then by rule
+    assert quarantine_counts(quarantine.limit(0)) == (0, {})
