@@ -561,11 +561,11 @@ ROWS = "*rows"
 def quarantine_counts(quarantine: DataFrame) -> tuple[int, dict[str, int]]:
     """How many rows the quarantine holds, and how many of them each rule caught (most first,
     then by rule), in one aggregate: each row counts once as `ROWS` and once a rule it has.
-    One Spark execution, not a count and a sorted aggregate (four Spark jobs fewer a batch)."""
-    rules = F.coalesce(F.array_distinct("reasons.rule"), F.array().cast("array<string>"))
+    One Spark execution, not a count and a sorted aggregate (bench/README.md)."""
+    row_rules = F.coalesce(F.array_distinct("reasons.rule"), F.array().cast("array<string>"))
     counted = {
         r["rule"]: r["count"]
-        for r in quarantine.select(F.explode(F.concat(F.array(F.lit(ROWS)), rules)).alias("rule"))
+        for r in quarantine.select(F.explode(F.concat(F.array(F.lit(ROWS)), row_rules)).alias("rule"))
         .groupBy("rule").count().collect()
     }
     rows = counted.pop(ROWS, 0)

@@ -14,8 +14,8 @@ from pyspark.sql import functions as F
 
 from contracts.orders import Orders
 from foodtaster import sample
-from foodtaster.engine.job import BatchRun, run_batch
-from foodtaster.engine.reasons import LAYERS
+from foodtaster.engine.job import BatchRun, quarantine_counts, run_batch
+from foodtaster.engine.reasons import LAYERS, REASONS
 from foodtaster.engine.rules import read_contract
 from foodtaster.reference import failed_rules
 from foodtaster.registry import get_dataset
@@ -281,9 +281,6 @@ def test_without_a_manifest_the_batch_landed_when_its_newest_file_was_written(sp
 
 
 def test_quarantine_counts_count_each_row_once_and_each_rule_once_a_row(spark):
-    from foodtaster.engine.job import quarantine_counts
-    from foodtaster.engine.reasons import REASONS
-
     def reason(rule):
         return {"layer": "contract", "rule": rule, "column": None, "message": rule, "value": None}
 
