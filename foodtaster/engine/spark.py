@@ -23,6 +23,10 @@ JVM_CONF = {
     "spark.driver.extraJavaOptions": JVM_OPTIONS, "spark.executor.extraJavaOptions": JVM_OPTIONS,
     "spark.buffer.pageSize": PAGE_SIZE,
 }
+# PySpark sends the JVM the Python call site of every Column function it runs, for the "DataFrame
+# query context" of Spark's error messages: about seven Py4J calls an operation, 60% of those that
+# build a contract's checks (12,300 calls to 4,700; bench/README.md). Off unless a --conf turns it on.
+PYTHON_CALL_SITES = "spark.python.sql.dataFrameDebugging.enabled"
 # The strict line parser (jvm/), built by `make jar`; a deployment may keep it elsewhere.
 DEFAULT_JAR = Path(__file__).resolve().parents[2] / "build" / "foodtaster-jvm.jar"
 
@@ -69,6 +73,8 @@ def build_session(
         .config("spark.sql.sources.partitionOverwriteMode", "static")
         .config("spark.ui.showConsoleProgress", "false")
     )
+    if not SparkConf().contains(PYTHON_CALL_SITES):
+        builder = builder.config(PYTHON_CALL_SITES, "false")
     if not submitted:  # a --conf given to spark-submit wins; spark-submit is given --jars
         builder = builder.config("spark.sql.shuffle.partitions", "8")
         if not SparkConf().contains("spark.jars"):

@@ -249,6 +249,17 @@ def test_the_jvm_compiles_the_large_validation_method(spark):
     assert JVM_OPTIONS in list(runtime.getInputArguments())
 
 
+def test_columns_are_built_without_sending_their_python_call_sites(spark):
+    """PySpark sends every Column function's call site to the JVM unless told not to: seven Py4J
+    calls an operation, most of those that build a contract's checks. build_session turns it off."""
+    from pyspark.errors.utils import is_debugging_enabled
+
+    from foodtaster.engine.spark import PYTHON_CALL_SITES
+
+    assert spark.conf.get(PYTHON_CALL_SITES) == "false"
+    assert not is_debugging_enabled()
+
+
 def test_a_small_broadcast_table_takes_a_small_page_of_the_heap(spark):
     """Each small table the job broadcasts on a string key (split offsets, repeated keys, held
     groups) holds one memory page of the driver's heap in local mode; build_session sets the
