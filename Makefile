@@ -64,8 +64,9 @@ compose-tools:
 browser-tools:
 	@(command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1) || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null) || echo "could not install chromium: the browser test skips (fails under CI=true)"
 
-# Two workers, a test module to a worker (its module-scoped servers stay in one process): the suite's
-# Spark and Airflow processes leave a core idle 40% of the time one at a time (bench/README.md).
+# Two workers, a test module to a worker (its module-scoped servers stay in one process): run one at
+# a time, the end-to-end tests' Spark and Airflow processes leave the two cores idle 41% of the time
+# (bench/README.md).
 test: $(STAMP) $(JAR) $(CDS) compose-tools browser-tools
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 --dist loadfile
