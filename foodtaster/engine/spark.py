@@ -63,9 +63,10 @@ def build_session(
     # Under spark-submit the JVM (and its --master, --conf) exists before Python does;
     # Python's SparkConf sees those settings only through that gateway.
     submitted = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+    given = SparkConf()  # what spark-submit or the environment set already: it wins over defaults
     if master:
         builder = builder.master(master)
-    elif not (submitted or SparkConf().contains("spark.master")):
+    elif not (submitted or given.contains("spark.master")):
         builder = builder.master("local[*]")
     builder = (
         builder.config("spark.sql.session.timeZone", "UTC")
@@ -73,14 +74,14 @@ def build_session(
         .config("spark.sql.sources.partitionOverwriteMode", "static")
         .config("spark.ui.showConsoleProgress", "false")
     )
-    if not SparkConf().contains(PYTHON_CALL_SITES):
+    if not given.contains(PYTHON_CALL_SITES):
         builder = builder.config(PYTHON_CALL_SITES, "false")
     if not submitted:  # a --conf given to spark-submit wins; spark-submit is given --jars
         builder = builder.config("spark.sql.shuffle.partitions", "8")
-        if not SparkConf().contains("spark.jars"):
+        if not given.contains("spark.jars"):
             builder = builder.config("spark.jars", jar)
         for key, value in JVM_CONF.items():
-            if not SparkConf().contains(key):
+            if not given.contains(key):
                 builder = builder.config(key, jvm_options if key.endswith(".extraJavaOptions") else value)
     if test_mode:
         builder = builder.config("spark.ui.enabled", "false").config(
