@@ -400,9 +400,12 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         # The file splits, and what other rows can change as sets of hashes (the key hashes that
         # repeat, the failed rows' groups), in one scan of the kept pass (`batch_counts`). The
         # lines read and the files' newest time come from the splits, and the writes join them
-        # back as a local table.
+        # back as a local table. The counts are kept, not cached: two sets drawn from them are joined
+        # back onto the kept pass, and Spark renames the second copy of a relation in one plan, which
+        # then misses a cache and counted the whole batch again, in the suspects' step and in the
+        # valid write (2M: about 0.6 s each; bench/README.md).
         with batch_counts.shuffled_into(spark, batch_counts.partitions(observed.get["rows"])):
-            counts = _persist(batch_counts.batch_counts(kept, key, group_hash), held)
+            counts = _keep(batch_counts.batch_counts(kept, key, group_hash), held)
             per_split = batch_counts.split_offsets(counts)
             split_rows = per_split.collect()
         offsets = spark.createDataFrame(split_rows, per_split.schema)
@@ -598,12 +601,6 @@ def _keep(rows: DataFrame, held: ExitStack) -> DataFrame:
     kept = rows.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
     held.callback(_release, kept)
     return kept
-
-
-def _persist(rows: DataFrame, held: ExitStack) -> DataFrame:
-    """`persist` rows that are small and read more than once, until `held` closes."""
-    held.callback(rows.unpersist)
-    return rows.persist()
 
 
 def _release(kept: DataFrame) -> None:

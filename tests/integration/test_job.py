@@ -46,14 +46,32 @@ def batch(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def tasted(spark, batch, tmp_path_factory):
+def tasted_with_plans(spark, batch, tmp_path_factory):
+    """The batch run once, and the physical plan of each Spark SQL execution it ran."""
     inbox, _ = batch
     lake = Lake(str(tmp_path_factory.mktemp("lake")))
     config = dataclasses.replace(get_dataset("orders"), max_message_bytes=MAX_BYTES)
     run = BatchRun(config=config, input_path=str(inbox), lake=lake, batch_id="b1",
                    batch_date="2026-11-20", publish=True)
+    before = _executions(spark)
     summary = run_batch(spark, run)
+    plans = [plan for execution_id, plan in _executions(spark).items() if execution_id not in before]
+    return run, summary, plans
+
+
+@pytest.fixture(scope="module")
+def tasted(tasted_with_plans):
+    run, summary, _ = tasted_with_plans
     return run, summary
+
+
+def _executions(spark) -> dict[int, str]:
+    """Every Spark SQL execution the session remembers: its id and its physical plan."""
+    listed = spark._jsparkSession.sharedState().statusStore().executionsList()
+    return {
+        listed.apply(i).executionId(): listed.apply(i).physicalPlanDescription()
+        for i in range(listed.size())
+    }
 
 
 def _file_lines(path: Path) -> list[bytes]:
@@ -307,3 +325,14 @@ def test_quarantine_counts_count_each_row_once_and_each_rule_once_a_row(spark):
     assert count == 5
     assert list(by_rule.items()) == [("b.rule", 2), ("a.rule", 1), ("c.rule", 1)]  # most first, then by rule
     assert quarantine_counts(quarantine.limit(0)) == (0, {})
+
+
+def test_the_batch_is_counted_once_whatever_reads_its_counts(tasted_with_plans):
+    """The repeated keys and the failed groups are both joined back onto the kept pass. Were the
+    counts cached rather than kept, Spark would give the second copy of the kept pass in one plan
+    new attribute ids, miss the cache, and scan and count the whole batch again, in the suspects'
+    step and in the valid write (bench/README.md)."""
+    run, summary, plans = tasted_with_plans
+    assert run.config.group_by and summary["duplicates_dropped"] > 0 and summary["quarantined"] > 0
+    counting = [plan for plan in plans if "spark_grouping_id" in plan]
+    assert len(counting) == 1, f"{len(counting)} of {len(plans)} plans count the batch"
