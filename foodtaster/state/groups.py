@@ -11,8 +11,9 @@ The state is an event log (`_state/groups/<dataset>/`, foodtaster.state.events):
   successfully, purged, or an operator's word), with why and by whom.
 
 A group is open while one of its poison messages is not released. Both events are keyed
-by the poison's lineage, so the fold gives the same state in any order, and a batch's
-rerun writes the same `poisoned` entries again without opening anything twice.
+by the poison's lineage, so the fold gives the same state in any order, and a `poisoned`
+entry written twice opens nothing twice (the job's rerun of a batch writes only the poison
+that is not open already).
 
 `open_group_report` is what `foodtaster groups ls` shows (pyarrow only, no Spark): each open
 group, its poison messages and how many of its messages are held in quarantine now.
@@ -50,14 +51,18 @@ class Poison:
 
 
 def _fold(state: dict[str, Any], event: Event) -> dict[str, Any]:
-    poison, released = dict(state["poison"]), dict(state["released"])
+    """Fold one event into `state`, in place: an event of a large batch names tens of thousands
+    of poison messages, and a copy of the state an event made the fold quadratic in the log."""
+    poison, released = state["poison"], state["released"]
     if event["type"] == "poisoned":
         for entry in event["poison"]:
-            poison.setdefault(entry["lineage"], {**entry, "since": entry.get("since") or event["at"]})
+            if entry["lineage"] not in poison:  # the first record of a message stands
+                poison[entry["lineage"]] = {**entry, "since": entry.get("since") or event["at"]}
     elif event["type"] == "released":
         for key in event["lineages"]:
-            released.setdefault(key, {"why": event["why"], "by": event["by"], "at": event["at"]})
-    return {"poison": poison, "released": released}
+            if key not in released:
+                released[key] = {"why": event["why"], "by": event["by"], "at": event["at"]}
+    return state
 
 
 def _initial() -> dict[str, Any]:
@@ -103,8 +108,11 @@ class GroupLog:
 
     def release(self, lineages: Iterable[str], why: str, by: str) -> list[str]:
         """Release poison messages by lineage key; returns the ones that were holding a group."""
+        lineages = set(lineages)
+        if not lineages:
+            return []  # nothing to look up: the fold reads the whole log
         holding = {p.lineage for p in self.open_poison()}
-        keys = sorted(set(lineages) & holding)
+        keys = sorted(lineages & holding)
         if keys:
             self.log.append({"type": "released", "lineages": keys, "why": why, "by": by})
             batch_logger(__name__, self.dataset, "-").event("groups_released", poison=len(keys), why=why,

@@ -46,6 +46,29 @@ def test_a_rerun_records_the_same_poison_without_reopening(tmp_path):
     assert [p.lineage for p in log.open_groups()["o-1"]] == ["9"]
 
 
+def test_a_rerun_of_the_job_writes_only_poison_that_is_not_open_already(tmp_path):
+    """The job's record of a batch's poison (`Extras.record`): a rerun that quarantines the same
+    messages appends nothing, one that no longer quarantines a message releases it."""
+    from foodtaster.engine.second_chances import Extras
+    from foodtaster.registry import get_dataset
+
+    lake, config = Lake(str(tmp_path)), get_dataset("orders")
+
+    def record(poison_now):
+        extras = Extras(config, [], opened=GroupLog(lake, "orders").open_poison())
+        extras.poison = poison_now
+        return extras.record(lake, "b1")
+
+    assert record([poison("1", "o-1"), poison("2", "o-2")]) == 2
+    assert record([poison("1", "o-1"), poison("2", "o-2")]) == 2
+    assert [e["type"] for e in GroupLog(lake, "orders").log.events()] == ["poisoned"]
+    assert record([poison("2", "o-2"), poison("3", "o-3")]) == 2
+    events = GroupLog(lake, "orders").log.events()
+    assert [(e["type"], len(e.get("poison", e.get("lineages")))) for e in events] == [
+        ("poisoned", 2), ("poisoned", 1), ("released", 1)]
+    assert sorted(GroupLog(lake, "orders").open_groups()) == ["o-2", "o-3"]
+
+
 def _rows(spark, rows):
     return spark.createDataFrame(
         [(m, o, datetime.fromisoformat(t) if t else None, f) for m, o, t, f in rows], ROWS)
