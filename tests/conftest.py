@@ -28,6 +28,10 @@ LONGEST_FIRST = (
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    root = Path(__file__).resolve().parents[1]
+    gone = [module for module in LONGEST_FIRST if not (root / module).is_file()]
+    if gone:  # a renamed module would silently lose its place, and the workers their balance
+        raise pytest.UsageError(f"tests/conftest.py: LONGEST_FIRST names {gone}, which do not exist")
     rank = {module: place for place, module in enumerate(LONGEST_FIRST)}
     # a stable sort: the other modules, and each module's tests, stay in their collected order
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
