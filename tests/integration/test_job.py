@@ -336,3 +336,14 @@ def test_the_batch_is_counted_once_whatever_reads_its_counts(tasted_with_plans):
     assert run.config.group_by and summary["duplicates_dropped"] > 0 and summary["quarantined"] > 0
     counting = [plan for plan in plans if "spark_grouping_id" in plan]
     assert len(counting) == 1, f"{len(counting)} of {len(plans)} plans count the batch"
+
+
+def test_the_pass_is_counted_on_top_of_what_is_kept(tasted_with_plans):
+    """Spark generates no code for an observation (`CollectMetrics`): the pass's row count with
+    a projection above it split the pass's generated code in two, and every row was copied once
+    more (bench/README.md)."""
+    _, _, plans = tasted_with_plans
+    (the_pass,) = [plan for plan in plans if "CollectMetrics" in plan and "foodtaster_strict_line" in plan]
+    tree = the_pass.split("\n\n")[0].splitlines()
+    above = tree[:next(i for i, line in enumerate(tree) if "CollectMetrics" in line)]
+    assert not any("Project" in line for line in above), the_pass
