@@ -53,10 +53,9 @@ def tasted_with_plans(spark, batch, tmp_path_factory):
     config = dataclasses.replace(get_dataset("orders"), max_message_bytes=MAX_BYTES)
     run = BatchRun(config=config, input_path=str(inbox), lake=lake, batch_id="b1",
                    batch_date="2026-11-20", publish=True)
-    before = _executions(spark)
+    before = _last_execution(spark)
     summary = run_batch(spark, run)
-    plans = [plan for execution_id, plan in _executions(spark).items() if execution_id not in before]
-    return run, summary, plans
+    return run, summary, _plans_after(spark, before)
 
 
 @pytest.fixture(scope="module")
@@ -65,13 +64,26 @@ def tasted(tasted_with_plans):
     return run, summary
 
 
-def _executions(spark) -> dict[int, str]:
-    """Every Spark SQL execution the session remembers: its id and its physical plan."""
-    listed = spark._jsparkSession.sharedState().statusStore().executionsList()
-    return {
-        listed.apply(i).executionId(): listed.apply(i).physicalPlanDescription()
-        for i in range(listed.size())
-    }
+def _executions(spark):
+    """The Spark SQL executions the session remembers, by id (a Scala sequence: few Py4J calls)."""
+    return spark._jsparkSession.sharedState().statusStore().executionsList()
+
+
+def _last_execution(spark) -> int:
+    listed = _executions(spark)
+    return listed.last().executionId() if listed.nonEmpty() else -1
+
+
+def _plans_after(spark, after: int) -> list[str]:
+    """The physical plan of each Spark SQL execution after execution `after`, oldest first."""
+    listed = _executions(spark)
+    later = []
+    for i in reversed(range(listed.size())):  # newest first: stop at the first one seen before
+        execution = listed.apply(i)
+        if execution.executionId() <= after:
+            break
+        later.append(execution.physicalPlanDescription())
+    return later[::-1]
 
 
 def _file_lines(path: Path) -> list[bytes]:
