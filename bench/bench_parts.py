@@ -61,7 +61,7 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
     with batch_counts.shuffled_into(spark, tasks):
         kept_counts = _keep(batch_counts.batch_counts(kept, "message_id", group_hash), held)
         per_split = batch_counts.split_offsets(kept_counts)
-        offsets = spark.createDataFrame(per_split.collect(), per_split.schema)
+        splits = per_split.collect()
     watches = [(key_hash("message_id"), batch_counts.repeated_key_hashes(kept_counts)),
                (group_hash, groups.poisoned_groups(batch_counts.failed_group_hashes(kept_counts), None))]
 
@@ -71,7 +71,7 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
         else:
             rows = kept.where(~F.col("_failed"))
         if numbered:
-            rows = ingest.with_line_numbers(rows, offsets)
+            rows = ingest.with_line_numbers(rows, splits)
         else:
             rows = rows.withColumn("_line_number", F.col("_row_id"))
         rows = rows.select("*", F.lit("bench").alias("_batch_id"),

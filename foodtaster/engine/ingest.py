@@ -8,8 +8,13 @@ from a tiny per-split aggregate, never per row on the driver.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+import struct
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.classic.column import Column as ClassicColumn
+from pyspark.sql.classic.column import _to_java_column, _to_seq
 
 SPLIT_KEYS = ["_source_file", "_split_start"]
 
@@ -82,20 +87,36 @@ def split_offsets(lines: DataFrame) -> DataFrame:
     return with_lines_before(lines.groupBy(*SPLIT_KEYS).agg(*split_aggregates()))
 
 
-def with_line_numbers(rows: DataFrame, offsets: DataFrame, skipped: DataFrame | None = None) -> DataFrame:
-    """Add `_line_number` (1-based, in the file) from the split offsets.
+# `jvm/src/foodtaster/jvm/SplitLineNumbers.java`: a row id's line in its file, by a binary search
+# of the splits' first row ids. In place of a broadcast hash join on (file path, split start),
+# which hashed a path a row: the 2M valid write 0.3 s shorter warm, one Spark job fewer in it
+# and in the suspects' judgement (bench/README.md).
+SPLIT_LINE_NUMBERS_CLASS = "foodtaster.jvm.SplitLineNumbers"
 
+
+def split_line_numbers(spark: SparkSession, splits: Sequence[Row]) -> Column:
+    """`_line_number` of each row from its `_row_id`, given the batch's file splits
+    (`split_offsets`, collected): their first row ids, line counts and lines before them."""
+    packed = b"".join(
+        struct.pack(">qqq", r["_first_row_id"], r["_split_lines"], r["_lines_before"]) for r in splits
+    )
+    jvm = spark._jvm
+    by_row_id = getattr(jvm, SPLIT_LINE_NUMBERS_CLASS)(bytearray(packed))
+    long_type = jvm.org.apache.spark.sql.types.DataTypes.LongType
+    line_numbers = jvm.org.apache.spark.sql.functions.udf(by_row_id, long_type)
+    return ClassicColumn(line_numbers.apply(_to_seq(spark.sparkContext, [F.col("_row_id")], _to_java_column)))
+
+
+def with_line_numbers(rows: DataFrame, splits: Sequence[Row], skipped: DataFrame | None = None) -> DataFrame:
+    """Add `_line_number` (1-based, in the file) from the file splits (`split_offsets`,
+    collected: one row a split), and drop `_split_start`.
+
+    A row's line is found from its row id alone (`split_line_numbers`), with no join.
     `skipped` (`skipped_lines`) names the lines the reader skipped, so the lines after them
     keep their number in the file.
     """
-    numbered = (
-        rows.join(F.broadcast(offsets), SPLIT_KEYS)
-        .withColumn(
-            "_line_number",
-            (F.col("_row_id") - F.col("_first_row_id") + F.col("_lines_before") + 1).cast("long"),
-        )
-        .drop("_first_row_id", "_lines_before", "_split_start", "_split_lines", "_split_modified_at")
-    )
+    line_number = split_line_numbers(rows.sparkSession, splits)
+    numbered = rows.withColumn("_line_number", line_number).drop("_split_start")
     if skipped is None:
         return numbered
     # The k-th line read comes after the j-th skipped line (line s_j) when s_j - j < k.

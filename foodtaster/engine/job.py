@@ -357,7 +357,7 @@ def _numbered_lines(spark: SparkSession, run: BatchRun) -> DataFrame:
         return ingest.read_messages(spark, run.input_path, broker["stream"])
     lines = ingest.read_lines(spark, run.input_path, run.config.line_read_bytes if manifest else None)
     skipped = ingest.skipped_lines(spark, (manifest or {}).get("files", []))
-    return ingest.with_line_numbers(lines, ingest.split_offsets(lines), skipped)
+    return ingest.with_line_numbers(lines, ingest.split_offsets(lines).collect(), skipped)
 
 
 def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated]) -> dict[str, Any]:
@@ -401,8 +401,8 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         group_hash = extras.group_hash()
         # The file splits, and what other rows can change as sets of hashes (the key hashes that
         # repeat, the failed rows' groups), in one scan of the kept pass (`batch_counts`). The
-        # lines read and the files' newest time come from the splits, and the writes join them
-        # back as a local table. The counts are kept, not cached: two sets drawn from them are joined
+        # lines read and the files' newest time come from the splits, and the writes number the
+        # lines from them by row id (`ingest.with_line_numbers`). The counts are kept, not cached: two sets drawn from them are joined
         # back onto the kept pass, and Spark renames the second copy of a relation in one plan. Cached,
         # that copy missed the cache, and the batch was counted again in the suspects' step and in
         # the valid write (2M: about 0.6 s each; bench/README.md).
@@ -410,7 +410,6 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
             counts = _keep(batch_counts.batch_counts(kept, key, group_hash), held)
             per_split = batch_counts.split_offsets(counts)
             split_rows = per_split.collect()
-        offsets = spark.createDataFrame(split_rows, per_split.schema)
         ingested_at = _ingested_at(manifest, split_rows)
         lines_read = sum(row["_split_lines"] for row in split_rows)
         too_large = sum(len(f.get("too_large", [])) for f in (manifest or {}).get("files", []))
@@ -436,7 +435,10 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         skipped = None if broker else ingest.skipped_lines(spark, (manifest or {}).get("files", []))
 
         def numbered(rows: DataFrame) -> DataFrame:  # a broker message's number is its sequence
-            rows = rows.drop("_split_start") if broker else ingest.with_line_numbers(rows, offsets, skipped)
+            if broker:
+                rows = rows.drop("_split_start")
+            else:
+                rows = ingest.with_line_numbers(rows, split_rows, skipped)
             return rows.select(
                 "*", F.lit(run.batch_id).alias("_batch_id"),
                 F.lit(ingested_at).cast(TimestampType()).alias("_ingested_at"),
