@@ -402,10 +402,11 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         # The file splits, and what other rows can change as sets of hashes (the key hashes that
         # repeat, the failed rows' groups), in one scan of the kept pass (`batch_counts`). The
         # lines read and the files' newest time come from the splits, and the writes number the
-        # lines from them by row id (`ingest.with_line_numbers`). The counts are kept, not cached: two sets drawn from them are joined
-        # back onto the kept pass, and Spark renames the second copy of a relation in one plan. Cached,
-        # that copy missed the cache, and the batch was counted again in the suspects' step and in
-        # the valid write (2M: about 0.6 s each; bench/README.md).
+        # lines from them by row id (`ingest.with_line_numbers`). The counts are kept, not cached:
+        # two sets drawn from them are joined back onto the kept pass, and Spark renames the second
+        # copy of a relation in one plan. Cached, that copy missed the cache, and the batch was
+        # counted again in the suspects' step and in the valid write (2M: about 0.6 s each;
+        # bench/README.md).
         with batch_counts.shuffled_into(spark, batch_counts.partitions(observed.get["rows"])):
             counts = _keep(batch_counts.batch_counts(kept, key, group_hash), held)
             per_split = batch_counts.split_offsets(counts)
