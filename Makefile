@@ -21,7 +21,7 @@ $(JAR): $(JAVA_SOURCES) $(STAMP)
 	@bash scripts/check_java.sh
 	@rm -rf build/classes && mkdir -p build/classes
 	jars=$$($(BIN)/python -c "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))") && \
-	  javac --release 17 -nowarn -cp "$$(ls $$jars/jackson-core-*.jar $$jars/spark-sql-api_*.jar | paste -sd:)" \
+	  javac --release 17 -nowarn -cp "$$(ls $$jars/jackson-core-*.jar $$jars/spark-sql-api_*.jar $$jars/scala-library-*.jar $$jars/scala-reflect-*.jar | paste -sd:)" \
 	    -d build/classes $(JAVA_SOURCES)
 	jar cf $@ -C build/classes .
 

@@ -100,10 +100,7 @@ def split_line_numbers(spark: SparkSession, splits: Sequence[Row]) -> Column:
     packed = b"".join(
         struct.pack(">qqq", r["_first_row_id"], r["_split_lines"], r["_lines_before"]) for r in splits
     )
-    jvm = spark._jvm
-    by_row_id = getattr(jvm, SPLIT_LINE_NUMBERS_CLASS)(bytearray(packed))
-    long_type = jvm.org.apache.spark.sql.types.DataTypes.LongType
-    line_numbers = jvm.org.apache.spark.sql.functions.udf(by_row_id, long_type)
+    line_numbers = getattr(spark._jvm, SPLIT_LINE_NUMBERS_CLASS).function(bytearray(packed))
     return ClassicColumn(line_numbers.apply(_to_seq(spark.sparkContext, [F.col("_row_id")], _to_java_column)))
 
 

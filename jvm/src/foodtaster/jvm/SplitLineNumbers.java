@@ -1,6 +1,9 @@
 package foodtaster.jvm;
 
 import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.expressions.UserDefinedFunction;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataTypes;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
@@ -18,7 +21,7 @@ import java.util.Arrays;
  *
  * <p>Built from the splits packed as big-endian longs, three a split: first row id, line count,
  * lines of the file before it. A row id that falls in no split fails the task, naming it: a
- * line number is never guessed.
+ * line number is never guessed. {@link #function} gives it to Python as a Spark function.
  */
 public final class SplitLineNumbers implements UDF1<Long, Long> {
     private static final long serialVersionUID = 1L;
@@ -55,6 +58,15 @@ public final class SplitLineNumbers implements UDF1<Long, Long> {
             endRowIds[i] = first + lines;
             shifts[i] = before + 1 - first;
         }
+    }
+
+    /**
+     * The function of a batch's splits, typed here: through Py4J, {@code functions.udf(instance,
+     * type)} may resolve to the untyped {@code udf(Object, DataType)}, which Spark refuses
+     * (UNTYPED_SCALA_UDF), as Java lists the overloads in no fixed order.
+     */
+    public static UserDefinedFunction function(byte[] packed) {
+        return functions.udf(new SplitLineNumbers(packed), DataTypes.LongType);
     }
 
     @Override
