@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 JVM_OPTIONS = "-XX:-DontCompileHugeMethods"
 # A broadcast join's hash table on a string key takes at least one memory page, and Spark's
 # default page (64 MiB with a 6 GiB driver on two cores) made each small table the job
-# broadcasts (split offsets, repeated keys, held groups) hold 64 MiB of heap until released:
+# broadcast (then the split offsets, the repeated keys, the held groups) hold 64 MiB of heap until released:
 # 391 of the driver's live 500 MiB at 2M, in local mode (bench/README.md). A page of 4 MiB
 # still holds any row; larger buffers take more pages.
 PAGE_SIZE = "4m"
