@@ -9,12 +9,14 @@ from a tiny per-split aggregate, never per row on the driver.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.classic.column import Column as ClassicColumn
 from pyspark.sql.classic.column import _to_java_column, _to_seq
+
+from foodtaster.engine import layers
 
 SPLIT_KEYS = ["_source_file", "_split_start"]
 
@@ -94,13 +96,17 @@ def split_offsets(lines: DataFrame) -> DataFrame:
 SPLIT_LINE_NUMBERS_CLASS = "foodtaster.jvm.SplitLineNumbers"
 
 
+def packed_splits(splits: Iterable[tuple[int, int, int]]) -> bytearray:
+    """What `SplitLineNumbers` is built from: (first row id, line count, lines before) a
+    split, as big-endian longs."""
+    return bytearray(b"".join(struct.pack(">qqq", *split) for split in splits))
+
+
 def split_line_numbers(spark: SparkSession, splits: Sequence[Row]) -> Column:
     """`_line_number` of each row from its `_row_id`, given the batch's file splits
     (`split_offsets`, collected): their first row ids, line counts and lines before them."""
-    packed = b"".join(
-        struct.pack(">qqq", r["_first_row_id"], r["_split_lines"], r["_lines_before"]) for r in splits
-    )
-    line_numbers = getattr(spark._jvm, SPLIT_LINE_NUMBERS_CLASS).function(bytearray(packed))
+    packed = packed_splits((r["_first_row_id"], r["_split_lines"], r["_lines_before"]) for r in splits)
+    line_numbers = layers.jar_class(spark, SPLIT_LINE_NUMBERS_CLASS).function(packed)
     return ClassicColumn(line_numbers.apply(_to_seq(spark.sparkContext, [F.col("_row_id")], _to_java_column)))
 
 

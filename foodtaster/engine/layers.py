@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from enum import IntEnum
 
+from py4j.java_gateway import JavaClass
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, IntegerType, LongType, StringType, StructField, StructType
@@ -93,12 +94,28 @@ def _register_java(spark: SparkSession, name: str, java_class: str, returns: Dat
         spark.udf.registerJavaFunction(name, java_class, returns)
     except Exception as err:  # Py4J's error names the missing class deep in a Java trace
         if "ClassNotFoundException" in str(err) or "Can not load class" in str(err):
-            raise RuntimeError(
-                f"{java_class} (the strict line parser's jar) is not on Spark's classpath: build it "
-                "(`make jar`) and start Spark with build_session, or pass "
-                "`--jars build/foodtaster-jvm.jar` to spark-submit"
-            ) from err
+            raise _not_on_classpath(java_class) from err
         raise
+
+
+def jar_class(spark: SparkSession, java_class: str) -> JavaClass:
+    """A class of the jar, to call its static methods through Py4J; the same clear error as
+    the registered functions' when the jar is not on Spark's classpath (Py4J would hand back
+    a package of that name instead)."""
+    found = spark._jvm
+    for part in java_class.split("."):
+        found = getattr(found, part)
+    if not isinstance(found, JavaClass):
+        raise _not_on_classpath(java_class)
+    return found
+
+
+def _not_on_classpath(java_class: str) -> RuntimeError:
+    return RuntimeError(
+        f"{java_class} (the strict line parser's jar) is not on Spark's classpath: build it "
+        "(`make jar`) and start Spark with build_session, or pass "
+        "`--jars build/foodtaster-jvm.jar` to spark-submit"
+    )
 
 
 def parse(lines: DataFrame, fields: list[tuple[str, str, object]], max_message_bytes: int) -> DataFrame:

@@ -1,14 +1,13 @@
 """Line numbers and exact bytes survive Spark splitting a file into many partitions."""
 
 import gzip
-import struct
 
 import pytest
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import IllegalArgumentException
 from pyspark.sql import functions as F
 
-from foodtaster.engine import ingest
+from foodtaster.engine import ingest, layers
 
 
 def _numbered(spark, path):
@@ -53,8 +52,7 @@ def test_source_file_is_spelled_as_on_disk(spark, tmp_path):
 def _split_line_numbers(spark, *splits):
     """`SplitLineNumbers` built as `ingest.split_line_numbers` builds it: (first row id, lines,
     lines before) a split."""
-    packed = b"".join(struct.pack(">qqq", *split) for split in splits)
-    return spark._jvm.foodtaster.jvm.SplitLineNumbers(bytearray(packed))
+    return layers.jar_class(spark, ingest.SPLIT_LINE_NUMBERS_CLASS)(ingest.packed_splits(splits))
 
 
 def test_split_line_numbers_finds_each_row_id_s_split_by_its_first_row_id(spark):
