@@ -17,13 +17,9 @@ JAR := build/foodtaster-jvm.jar
 JAVA_SOURCES := $(shell find jvm/src -name '*.java')
 jar: $(JAR)
 
-$(JAR): $(JAVA_SOURCES) $(STAMP)
+$(JAR): $(JAVA_SOURCES) jvm/build_jar.sh $(STAMP)
 	@bash scripts/check_java.sh
-	@rm -rf build/classes && mkdir -p build/classes
-	jars=$$($(BIN)/python -c "import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), 'jars'))") && \
-	  javac --release 17 -nowarn -cp "$$(ls $$jars/jackson-core-*.jar $$jars/spark-sql-api_*.jar $$jars/scala-library-*.jar $$jars/scala-reflect-*.jar | paste -sd:)" \
-	    -d build/classes $(JAVA_SOURCES)
-	jar cf $@ -C build/classes .
+	bash jvm/build_jar.sh $(BIN)/python $@
 
 # A class-data-sharing archive for a local env's short Spark JVMs (scripts/cds_archive.py), made
 # by one training job (~60 s of CPU): 4-5 s less CPU for each later spark-submit of a small
