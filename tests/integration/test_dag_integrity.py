@@ -17,7 +17,7 @@ from conftest import PROJECT_ROOT
 from foodtaster.state.lake import BATCH_ID_PATTERN
 
 DAGS_FOLDER = PROJECT_ROOT / "dags"
-PARSE_BUDGET_SECONDS = 5.0
+PARSE_BUDGET_SECONDS = 3.0  # the DAG files alone take about 0.4 s on an idle machine
 EXPECTED_TASKS = {"land", "has_messages", "validate", "gate", "publish", "alert", "ledger", "retry"}
 REDRIVE_TASKS = {"plan", "wants_redrive", "redrive", "announce", "release"}
 HEAVY_MODULES = ("pyspark", "pandera", "great_expectations")
@@ -46,6 +46,8 @@ PARSE_SCRIPT = textwrap.dedent("""
     import json, sys, time
     started = time.perf_counter()
     from airflow.dag_processing.dagbag import DagBag
+    airflow_seconds = time.perf_counter() - started  # Airflow's own import: not the DAG files'
+    started = time.perf_counter()
     bag = DagBag(dag_folder=sys.argv[1])
     seconds = time.perf_counter() - started
 
@@ -92,6 +94,7 @@ PARSE_SCRIPT = textwrap.dedent("""
         },
         "heavy": sorted(m for m in HEAVY if m in sys.modules),
         "seconds": seconds,
+        "airflow_seconds": airflow_seconds,
     }, default=str))
 """).replace("HEAVY", repr(HEAVY_MODULES))
 
@@ -127,7 +130,10 @@ def test_every_dag_imports_without_error(bag):
 
 
 def test_parsing_is_quick_and_light(bag):
-    assert bag["seconds"] < PARSE_BUDGET_SECONDS, f"parsing took {bag['seconds']:.1f}s"
+    # What the DAG files cost the dag-processor, Airflow's import apart: on a loaded two-core
+    # machine that import alone took 3-4 s, and timed with the files it failed a 5 s budget.
+    assert bag["seconds"] < PARSE_BUDGET_SECONDS, (
+        f"parsing the DAG files took {bag['seconds']:.1f}s (importing Airflow {bag['airflow_seconds']:.1f}s)")
     assert bag["heavy"] == [], f"imported at parse time: {bag['heavy']}"
 
 
