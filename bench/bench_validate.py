@@ -238,6 +238,18 @@ def run_parse(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     return {}
 
 
+def checked_lines(spark: Any, input_path: str) -> tuple[Any, Any]:
+    """The orders contract and `flag_lines` on every line of `input_path`: the checking pass
+    `checks` writes and `keyed` judges."""
+    from foodtaster.engine import ingest, rules
+    from foodtaster.engine.job import flag_lines
+    from foodtaster.registry import get_dataset
+
+    config = get_dataset("orders")
+    contract = rules.read_contract(config.load_contract())
+    return contract, flag_lines(ingest.read_lines(spark, input_path), contract, config.max_message_bytes)
+
+
 def run_checks(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     """`flag_lines` on every line, each row written once with its verdict: what checking costs here.
 
@@ -246,13 +258,9 @@ def run_checks(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     """
     from pyspark.sql import functions as F
 
-    from foodtaster.engine import ingest, rules
-    from foodtaster.engine.job import LINEAGE, flag_lines
-    from foodtaster.registry import get_dataset
+    from foodtaster.engine.job import LINEAGE
 
-    config = get_dataset("orders")
-    contract = rules.read_contract(config.load_contract())
-    flagged = flag_lines(ingest.read_lines(spark, input_path), contract, config.max_message_bytes)
+    contract, flagged = checked_lines(spark, input_path)
     flagged.withColumns({
         "_batch_id": F.lit("bench-checks"), "_line_number": F.col("_row_id"),
         "_ingested_at": F.current_timestamp(),
@@ -268,15 +276,11 @@ def run_keyed(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from foodtaster.engine import ingest, rules
-    from foodtaster.engine.job import flag_lines, unique_key
-    from foodtaster.registry import get_dataset
+    from foodtaster.engine.job import unique_key
 
-    config = get_dataset("orders")
-    contract = rules.read_contract(config.load_contract())
+    contract, flagged = checked_lines(spark, input_path)
     key = unique_key(contract)
     fields = [field.name for field in contract.fields]
-    flagged = flag_lines(ingest.read_lines(spark, input_path), contract, config.max_message_bytes)
     rows = flagged.select(*fields, "_source_file", "_row_id", "_failed",
                           F.when(F.col("_failed"), F.col("_raw")).alias("_raw"),
                           F.xxhash64("_raw").alias("_raw_hash"))
