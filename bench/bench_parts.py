@@ -34,15 +34,16 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
     when `held` closes."""
     from pyspark.sql import functions as F
 
-    from foodtaster.engine import batch_counts, groups, ingest, layers, rules
+    from foodtaster.engine import batch_counts, group_hold, ingest, layers, rules
     from foodtaster.engine.duplicates import key_hash
-    from foodtaster.engine.job import _keep, flag_lines, valid_rows
+    from foodtaster.engine.judging import flag_lines, valid_rows
+    from foodtaster.engine.spark import keep
     from foodtaster.engine.suspects import SUSPECT, bytes_of_failed_only, mark_suspects
     from foodtaster.registry import get_dataset
 
     config = get_dataset("orders")
     contract = rules.read_contract(config.load_contract())
-    group_hash = groups.group_hash(config.group_by)
+    group_hash = group_hold.group_hash(config.group_by)
 
     def lines():
         return ingest.read_lines(spark, input_path)
@@ -50,7 +51,7 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
     def flagged():
         return flag_lines(lines(), contract, config.max_message_bytes)
 
-    kept = _keep(bytes_of_failed_only(flagged()), held)
+    kept = keep(bytes_of_failed_only(flagged()), held)
     tasks = batch_counts.partitions(kept.count())
 
     def counted(rows) -> int:  # the batch's counts, as many tasks as the job gives them
@@ -59,11 +60,11 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
 
     # Checkpointed, not persisted: a persisted plan would serve the timed counts below from its cache.
     with batch_counts.shuffled_into(spark, tasks):
-        kept_counts = _keep(batch_counts.batch_counts(kept, "message_id", group_hash), held)
+        kept_counts = keep(batch_counts.batch_counts(kept, "message_id", group_hash), held)
         per_split = batch_counts.split_offsets(kept_counts)
         splits = per_split.collect()
     watches = [(key_hash("message_id"), batch_counts.repeated_key_hashes(kept_counts)),
-               (group_hash, groups.poisoned_groups(batch_counts.failed_group_hashes(kept_counts), None))]
+               (group_hash, group_hold.poisoned_groups(batch_counts.failed_group_hashes(kept_counts), None))]
 
     def write_valid(name: str, *, cleared: bool, numbered: bool) -> None:
         if cleared:
@@ -80,7 +81,7 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
 
     def kept_again() -> None:
         with ExitStack() as freed:
-            _keep(bytes_of_failed_only(flagged()), freed)
+            keep(bytes_of_failed_only(flagged()), freed)
 
     def parsed():
         return layers.parse(lines(), rules.parse_fields(contract), config.max_message_bytes)

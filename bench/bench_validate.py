@@ -242,7 +242,7 @@ def checked_lines(spark: Any, input_path: str) -> tuple[Any, Any]:
     """The orders contract and `flag_lines` on every line of `input_path`: the checking pass
     `checks` writes and `keyed` judges."""
     from foodtaster.engine import ingest, rules
-    from foodtaster.engine.job import flag_lines
+    from foodtaster.engine.judging import flag_lines
     from foodtaster.registry import get_dataset
 
     config = get_dataset("orders")
@@ -258,7 +258,7 @@ def run_checks(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     """
     from pyspark.sql import functions as F
 
-    from foodtaster.engine.job import LINEAGE
+    from foodtaster.lineage import LINEAGE
 
     contract, flagged = checked_lines(spark, input_path)
     flagged.withColumns({
@@ -276,7 +276,7 @@ def run_keyed(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from foodtaster.engine.job import unique_key
+    from foodtaster.engine.judging import unique_key
 
     contract, flagged = checked_lines(spark, input_path)
     key = unique_key(contract)
@@ -466,7 +466,7 @@ def run_full(spark: Any, input_path: str, out: Path, *, gate: bool, messages: in
     batch_id = "bench-gx" if gate else NO_GX_BATCH
     run = BatchRun(get_dataset("orders"), input_path, Lake(str(out)), batch_id, BATCH_DATE,
                    publish=False, gate=gate)
-    summary = run_batch(spark, run)
+    summary = run_batch(spark, run).to_json()
     assert summary["messages"] == messages, f"{batch_id}: {summary['messages']} messages, not {messages}"
     return {
         "valid": summary["valid"], "quarantined": summary["quarantined"],

@@ -10,7 +10,7 @@ A contract declares a reference in the field's pandera metadata:
 
 The engine checks references on Spark (foodtaster.engine.references); the DAG's retry task
 reads the policies here to decide whether a pass has anything to do before Spark starts
-(foodtaster.state.retry_due), so this module imports neither pyspark nor the engine.
+(foodtaster.state.retries), so this module imports neither pyspark nor the engine.
 """
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     spark = build_session(f"foodtaster-demo-{config.name}")
     try:
         summary = run_batch(spark, BatchRun(config=config, input_path=landed.raw_path, lake=lake,
-                                            batch_id=landed.batch_id, batch_date=args.date))
+                                            batch_id=landed.batch_id, batch_date=args.date)).to_json()
     finally:
         spark.stop()
     print(format_report(summary, config))

@@ -56,7 +56,7 @@ class DatasetConfig:
     alerts: AlertChannels = field(default_factory=AlertChannels)
     source: SourceConfig = field(default_factory=InboxSource)  # where its batches come from
     # A conversation: messages with one `group_by` value, in `order_by` order. A quarantined
-    # message holds the later ones of its group (foodtaster.engine.groups).
+    # message holds the later ones of its group (foodtaster.engine.group_hold).
     group_by: str | None = None
     order_by: str | None = None
 

@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             summary = run_batch(spark, run)
         finally:
             spark.stop()
-    print(json.dumps({k: summary[k] for k in (
+    document = summary.to_json()
+    print(json.dumps({k: document[k] for k in (
         "dataset", "batch_id", "run_id", "messages", "valid", "quarantined", "duplicates_dropped",
         "quarantine_rate", "published",
     )}))

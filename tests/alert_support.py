@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from foodtaster.ops import trend
 from foodtaster.ops.alerts import Alert, build_batch_alert
-from foodtaster.ops.policy import decide
+from foodtaster.policy import Facts, decide
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake
 from foodtaster.state.ledger import record_batch
@@ -62,7 +62,7 @@ def held_alert_with_trend(root: str, config: DatasetConfig) -> tuple[Alert, tren
                     + ["fulfilment-svc"] * (quarantined - quarantined // 2))
     summary = held_summary()
     _quarantine(lake, HELD_DAY, ["fulfilment-svc"] * 100 + ["loyalty-svc"] * 16)
-    verdict = decide(summary, config)
+    verdict = decide(Facts.of_summary(summary), config)
     found = trend.dataset_trend(lake, config, until=HELD_DAY,
                                 pending=trend.pending_entry(summary, verdict.publish))
     alert = build_batch_alert(summary, verdict, config, {}, trend=found,

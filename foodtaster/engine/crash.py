@@ -6,8 +6,9 @@ rerun of the batch would fail the same way. This module tells such a data crash 
 from a failure of the cluster or the lake (`data_crash`) and finds the message(s)
 responsible (`isolate`): the batch's files one at a time, then halves of the failing
 file's lines, down to one line, each step a small Spark job on that file's lines only.
-The job (foodtaster.engine.job) lists each message found on the poison list (source
-`crash`), so its rerun quarantines it as `crash.isolated` without giving it to the check.
+`run_isolating_crashes` is how the job (foodtaster.engine.job) uses it: it lists each
+message found on the poison list (source `crash`) and runs the batch again, which
+quarantines it as `crash.isolated` without giving it to the check.
 """
 
 from __future__ import annotations
@@ -15,11 +16,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.errors import PythonException
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+from foodtaster.engine import inputs, judging, layers, listed, rules
+from foodtaster.errors import Failed
+from foodtaster.logs import BatchLogger
+from foodtaster.registry import DatasetConfig
+from foodtaster.state.lake import Lake
+from foodtaster.state.poison import PoisonList, Seen, fingerprint
 
 WHY_MAX_CHARS = 300
 # A Python worker that failed this way failed for the machine, not for the message.
@@ -37,11 +45,11 @@ INFRASTRUCTURE_WORDS = (
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
 
 
-class TooManyCrashes(RuntimeError):
+class TooManyCrashes(Failed):
     """More messages crash the batch than `max_crash_isolations`; those found stay listed."""
 
 
-class NotIsolated(RuntimeError):
+class NotIsolated(Failed):
     """The batch crashes, but no file or line of it crashes alone: not one message's doing."""
 
 
@@ -185,3 +193,95 @@ def _crashes(rows: DataFrame, low: int, high: int, judge: Callable[[DataFrame], 
             raise
         return crash
     return None
+
+
+# ------------------------------------------------------------------ in a batch run
+
+T = TypeVar("T")
+SKIP = "_skip"
+
+
+@dataclass(frozen=True)
+class BatchInput:
+    """The batch whose crashes are isolated: where its messages are and who runs it."""
+
+    config: DatasetConfig
+    lake: Lake
+    input_path: str
+    batch_id: str
+    run_id: str
+
+
+def run_isolating_crashes(attempt: Callable[[list[Isolated]], T], spark: SparkSession, batch: BatchInput,
+                          log: BatchLogger) -> T:
+    """`attempt(isolated)` (one run of the batch); when a message crashes it (`data_crash`),
+    find it (`isolate`), list it (source `crash`) and attempt again, which quarantines it as
+    `crash.isolated` unjudged. At most `max_crash_isolations` messages a run; past that,
+    TooManyCrashes names the ones found (they stay listed). Any other failure goes up as it
+    is: the task fails and Airflow retries it.
+    """
+    config = batch.config
+    isolated: list[Isolated] = []
+    while True:
+        try:
+            return attempt(isolated)
+        except Exception as err:
+            crashed = data_crash(err)
+            if crashed is None:
+                raise
+            found = ", ".join(f"{i.source_file} line {i.line_number}" for i in isolated) or "none"
+            log.event("crashed", error=crashed.why, isolated_so_far=len(isolated), run_id=batch.run_id)
+            if len(isolated) >= config.max_crash_isolations:
+                raise TooManyCrashes(
+                    f"{config.name} batch {batch.batch_id}: more than max_crash_isolations="
+                    f"{config.max_crash_isolations} messages crash the check ({crashed.why}); "
+                    f"isolated and listed: {found}. Fix the check, or raise the bound in pipeline.yaml"
+                ) from err
+            more = isolate_and_list(spark, batch, config.max_crash_isolations - len(isolated), log)
+            if not more:
+                raise  # no one message crashes alone: not the data's doing
+            isolated += more
+
+
+def isolate_and_list(spark: SparkSession, batch: BatchInput, limit: int, log: BatchLogger) -> list[Isolated]:
+    """Find up to `limit` crashing messages of the batch and put each on the poison list.
+
+    Only a Python check can crash on data (`data_crash`), so each step of the search runs
+    only the Python checks, on values the strict parser typed once a file: a small plan,
+    quick to run again and again on fewer lines.
+    """
+    config = batch.config
+    contract = rules.read_contract(config.load_contract())
+    poison_list = PoisonList(batch.lake, config.name)
+    entries = poison_list.entries()
+    poison = listed.poison_frame(spark, entries) if entries else None
+    verdicts = [F.count_if(F.col(c.column)) for c in contract.python_checks]
+
+    def judge(rows: DataFrame) -> None:  # every Python check on these rows, run to the end
+        rows = rules.with_python_checks(rows, contract, F.col(SKIP))
+        rows.agg(*verdicts).collect()
+
+    typed = typed_for_checks(inputs.numbered_lines(spark, batch.input_path, config), contract,
+                             config.max_message_bytes, poison)
+    found = isolate(typed, judge, limit,
+                    lambda event, **fields: log.event(event, run_id=batch.run_id, **fields))
+    for item in found:
+        entry = poison_list.add(
+            "fingerprint", fingerprint(item.raw), item.crash.why, "crash",
+            added_by=f"foodtaster run {batch.run_id}",
+            first_seen=Seen(batch.batch_id, item.source_file, item.line_number), size=len(item.raw),
+        )
+        log.event("crash_listed", entry=entry.id, file=item.source_file, line=item.line_number,
+                  error=item.crash.why)
+    return found
+
+
+def typed_for_checks(
+    lines: DataFrame, contract: rules.Contract, max_message_bytes: int, poison: DataFrame | None
+) -> DataFrame:
+    """Lines with what the Python checks read: the parser's typed values and `SKIP` (listed,
+    so never given to a check), as `judging.flag_lines` gives them."""
+    parsed, skip = judging.parse_marking_listed(lines, contract, max_message_bytes, poison)
+    values = sorted({layers.value_column(c.field) for c in contract.python_checks})
+    listed_row = F.lit(False) if skip is None else skip
+    return parsed.select("_raw", "_source_file", "_line_number", *values, listed_row.alias(SKIP))

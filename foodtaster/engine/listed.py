@@ -16,11 +16,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from foodtaster import rule_ids
 from foodtaster.engine.reasons import Check, check
 from foodtaster.state.poison import Entry
 
-RULE = "registry.listed"
-CRASH_RULE = "crash.isolated"
+RULE = rule_ids.LISTED
+CRASH_RULE = rule_ids.CRASH_ISOLATED
 ENTRY = "_listed_entry"  # the matching entry's id, null when not listed
 WHY = "_listed_why"  # the matching entry's why, null when not listed
 SOURCE = "_listed_source"  # who added the matching entry: operator, crash, downstream

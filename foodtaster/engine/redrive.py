@@ -4,7 +4,7 @@ publish those that now pass, under their original date and lineage.
 After a fix (the producer corrected, the contract relaxed, a poison entry removed), an
 operator picks quarantined rows of one dataset by date range and optionally by rule,
 batch or message id. Each row's `_raw` bytes go through the same pure judging functions
-as a batch (`job.flag_lines`, `job.with_listed`, `job.decide_outcomes`), so a redriven
+as a batch (`judging.flag_lines`, `judging.decide_outcomes`), so a redriven
 row is judged exactly as a new one would be today. Then:
 
 - rows that pass, and whose `message_id` is published (or staged) nowhere in
@@ -40,9 +40,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from foodtaster import contract_references
+from foodtaster import contract_references, rule_ids
 from foodtaster.engine import listed, references, rules
-from foodtaster.engine.job import (
+from foodtaster.engine.judging import (
     DUPLICATE,
     QUARANTINED,
     VALID,
@@ -52,6 +52,7 @@ from foodtaster.engine.job import (
     valid_rows,
     with_reasons,
 )
+from foodtaster.lineage import LINEAGE_KEY as LINEAGE_KEYS
 from foodtaster.logs import batch_logger
 from foodtaster.registry import DatasetConfig
 from foodtaster.state import dispositions as dispo
@@ -71,8 +72,7 @@ from foodtaster.state.poison import PoisonList
 PUBLISHED = "published"  # a row's redrive outcome: passed and published now
 # Quarantine rows whose `_raw` is not the whole message (a file that could not be read, a
 # line too long to read): only their first bytes are kept, so they cannot be judged again.
-UNJUDGEABLE_RULES = ("file.unreadable", "file.too_large", "line.too_large")
-LINEAGE_KEYS = ["_batch_id", "_source_file", "_line_number"]
+UNJUDGEABLE_RULES = (rule_ids.FILE_UNREADABLE, rule_ids.FILE_TOO_LARGE, rule_ids.LINE_TOO_LARGE)
 PREFIX = "redrive-"
 
 
@@ -210,7 +210,7 @@ def mark_published(judged: DataFrame, published: DataFrame | None, key: str | No
 
 def publish_redriven(spark: SparkSession, lake: Lake, dataset: str, rows: DataFrame,
                      partition_id: str) -> dict[str, str]:
-    """Write valid rows (`job.valid_rows` plus `batch_date`) to one partition a date,
+    """Write valid rows (`judging.valid_rows` plus `batch_date`) to one partition a date,
     `valid/<dataset>/batch_date=<d>/batch_id=<partition_id>/`, each swapped in whole.
 
     Written first under `valid/<dataset>/_runs/<partition_id>/` (invisible to readers),

@@ -26,21 +26,20 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from foodtaster import contract_references
-from foodtaster.engine import groups, references
+from foodtaster import contract_references, rule_ids
+from foodtaster.engine import group_hold, references
 from foodtaster.logs import batch_logger
 from foodtaster.registry import DatasetConfig
+from foodtaster.state.dispositions import record_status
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists, new_run_id, write_json
 from foodtaster.state.retries import retry_state
-from foodtaster.state.second_chances import record_status
 
-EXHAUSTED_RULE = "retry.exhausted"
-LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
+EXHAUSTED_RULE = rule_ids.RETRY_EXHAUSTED
 
 
 def lineage_key() -> Column:
-    """`foodtaster.state.second_chances.lineage_key` as a column."""
+    """`foodtaster.lineage.lineage_key` as a column."""
     return F.concat_ws("|", "_batch_id", "_source_file",
                        F.coalesce(F.col("_line_number").cast("string"), F.lit("")))
 
@@ -82,7 +81,7 @@ def publish_later(spark: SparkSession, lake: Lake, config: DatasetConfig, rows: 
     """Publish quarantined rows (their typed fields and original lineage) as a redrive does
     (`redrive.publish_redriven`: `valid/<dataset>/batch_date=<their date>/batch_id=<redrive_id>/`,
     counted, one swap a date), in `order` within each date when given; returns date -> path."""
-    from foodtaster.engine.job import valid_rows  # the job's own column list
+    from foodtaster.engine.judging import valid_rows
     from foodtaster.engine.redrive import publish_redriven
 
     dated = rows.drop("batch_date").withColumnRenamed("_batch_date", "batch_date")
@@ -182,7 +181,7 @@ def _release_groups(spark: SparkSession, lake: Lake, config: DatasetConfig, pend
     resolved = retry_state(lake, config.name).resolved  # read again: this pass published some
     released = log.release(resolved, "poison message published later or purged", f"retry {run_id}")
     still_open = list(log.open_groups())
-    held = pending.where(F.array_contains(F.col("reasons.rule"), groups.RULE))
+    held = pending.where(F.array_contains(F.col("reasons.rule"), group_hold.RULE))
     # A group that is not open holds nothing: its held rows go out (also after a crash
     # between the release and this publication).
     opened = spark.createDataFrame([(g,) for g in still_open] or [("",)], "_g string")

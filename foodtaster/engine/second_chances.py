@@ -15,17 +15,15 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 
 from foodtaster import contract_references
-from foodtaster.engine import groups, references, retry
+from foodtaster.engine import group_hold, references, retry
 from foodtaster.engine.reasons import Check
 from foodtaster.engine.suspects import Watch
+from foodtaster.lineage import LINEAGE, lineage_key
 from foodtaster.logs import BatchLogger
 from foodtaster.registry import DatasetConfig, RegistryError
-from foodtaster.state.dispositions import Dispositions
+from foodtaster.state.dispositions import Dispositions, record_status
 from foodtaster.state.groups import GroupLog, Poison
 from foodtaster.state.lake import Lake
-from foodtaster.state.second_chances import lineage_key, record_status
-
-LINEAGE = ["_batch_id", "_source_file", "_line_number", "_ingested_at"]
 
 
 @dataclass
@@ -59,38 +57,38 @@ class Extras:
         if not self.grouped:
             return suspects
         others = self._others(suspects.sparkSession, batch_id)
-        return groups.mark_held(suspects, others, self.config.group_by, self.config.order_by, batch_id)
+        return group_hold.mark_held(suspects, others, self.config.group_by, self.config.order_by, batch_id)
 
     def group_hash(self) -> Column | None:
-        """A row's group hash (`groups.group_hash`), or None without `group_by`."""
-        return groups.group_hash(self.config.group_by) if self.grouped else None
+        """A row's group hash (`group_hold.group_hash`), or None without `group_by`."""
+        return group_hold.group_hash(self.config.group_by) if self.grouped else None
 
     def group_watch(self, row_hash: Column, failed_groups: DataFrame, batch_id: str) -> Watch:
         """What `suspects` watches for the group hold (a `grouped` dataset's): the row's
         `group_hash` (`row_hash`) and the hashes of every group that may hold a row of the
-        batch, its failed rows' (`failed_groups`: `groups.GROUP_HASH`) and the open groups'."""
+        batch, its failed rows' (`failed_groups`: `group_hold.GROUP_HASH`) and the open groups'."""
         others = self._others(failed_groups.sparkSession, batch_id)
-        return row_hash, groups.poisoned_groups(failed_groups, others)
+        return row_hash, group_hold.poisoned_groups(failed_groups, others)
 
     def _others(self, spark: SparkSession, batch_id: str) -> DataFrame | None:
         """The open groups' poison from other batches: a rerun judges the batch's own messages
         again, so its earlier poison holds nothing now."""
         if batch_id not in self._open_frames:
-            self._open_frames[batch_id] = groups.open_frame(
+            self._open_frames[batch_id] = group_hold.open_frame(
                 spark, [p for p in self.opened if p.batch_id != batch_id])
         return self._open_frames[batch_id]
 
     def checks(self) -> list[Check]:
         found = references.reference_checks([ref for ref, _ in self.keyed])
         if self.grouped:
-            found.append(groups.group_check(self.config.group_by))
+            found.append(group_hold.group_check(self.config.group_by))
         return found
 
     def count(self, quarantine: DataFrame, batch_id: str, rows_by_rule: dict[str, int]) -> dict[str, Any]:
         """From the written quarantine and how many of its rows each rule caught: how many rows
         are retrying, how many held for their group; and the batch's poison messages and
         retrying rows, kept for `record`."""
-        counts: dict[str, Any] = {"retrying": 0, "held_for_group": rows_by_rule.get(groups.RULE, 0)}
+        counts: dict[str, Any] = {"retrying": 0, "held_for_group": rows_by_rule.get(group_hold.RULE, 0)}
         policies = self.retryable
         if policies:
             retrying = quarantine.where(retry.only_retryable(policies))
@@ -105,7 +103,8 @@ class Extras:
             self.poison = [
                 Poison(lineage_key(r["_batch_id"], r["_source_file"], r["_line_number"]), r["group"],
                        r["order"], r["message_id"], batch_id)
-                for r in groups.poison_rows(quarantine, self.config.group_by, self.config.order_by).collect()
+                for r in group_hold.poison_rows(quarantine, self.config.group_by,
+                                                self.config.order_by).collect()
             ]
         if self.unchecked:
             counts["references_unchecked"] = self.unchecked

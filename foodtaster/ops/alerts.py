@@ -24,8 +24,8 @@ from email.utils import formatdate, make_msgid
 from typing import TYPE_CHECKING, Any
 
 from foodtaster.logs import batch_logger
-from foodtaster.ops.policy import Verdict
 from foodtaster.ops.trend import write_png
+from foodtaster.policy import Verdict
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake, write_json, write_text
 

@@ -28,11 +28,11 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from foodtaster.lineage import LINEAGE
+from foodtaster.rule_ids import LISTED as LISTED_RULE
 from foodtaster.state.lake import Lake, read_json
 from foodtaster.state.poison import Seen
 
-LISTED_RULE = "registry.listed"
-LINEAGE = ("_batch_id", "_source_file", "_line_number", "_ingested_at")
 CHUNK_BYTES = 1 << 20
 
 

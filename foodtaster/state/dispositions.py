@@ -47,6 +47,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
+from foodtaster.lineage import parse_lineage_key
 from foodtaster.logs import batch_logger
 from foodtaster.state.events import Event, EventLog
 from foodtaster.state.lake import Lake
@@ -312,3 +313,15 @@ def current_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no user name in a container without /etc/passwd entry
         return "unknown"
+
+
+def record_status(lake: Lake, dataset: str, status: str, lineages: Iterable[str], *, by: str,
+                  run: str | None = None, why: str = "", **details: Any) -> None:
+    """Tell the dispositions log that rows (by `lineage_key`) moved to `status`: the one way
+    the retry pass and the group release write it.
+    `details`: `attempts`, `next_at`, `where` (one value, or a list aligned with `lineages`)."""
+    keys = list(lineages)
+    if not keys:
+        return
+    Dispositions(lake, dataset).record(status, [parse_lineage_key(k) for k in keys], by=by, run=run,
+                                       why=why, **details)

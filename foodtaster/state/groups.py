@@ -2,7 +2,7 @@
 
 A dataset that declares `group_by` (and `order_by`) in pipeline.yaml holds a group when a
 message of it is quarantined: the later messages of that group are quarantined too, in
-this batch and in later ones, until the group is released (foodtaster.engine.groups).
+this batch and in later ones, until the group is released (foodtaster.engine.group_hold).
 The state is an event log (`_state/groups/<dataset>/`, foodtaster.state.events):
 
 - `poisoned`: the quarantined messages of a batch that hold their group (their lineage
@@ -29,20 +29,21 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from foodtaster import rule_ids
 from foodtaster.logs import batch_logger
 from foodtaster.state.events import Event, EventLog
 from foodtaster.state.lake import Lake
 
 KIND = "groups"
 COMPACT_AFTER = 200
-RULE = "group.poisoned"  # the reason of a message held for its group (layer `group`)
+RULE = rule_ids.GROUP_POISONED  # the reason of a message held for its group (layer `group`)
 
 
 @dataclass(frozen=True)
 class Poison:
     """A quarantined message that holds its group."""
 
-    lineage: str  # foodtaster.state.second_chances.lineage_key
+    lineage: str  # foodtaster.lineage.lineage_key
     group: str
     order: str | None  # the order_by value, ISO text; None when it could not be read
     message_id: str | None

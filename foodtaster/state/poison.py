@@ -176,39 +176,6 @@ class PoisonList:
         return self.log.compact(_fold, _initial)
 
 
-def report_downstream(
-    lake: Lake,
-    dataset: str,
-    *,
-    batch_id: str,
-    source_file: str,
-    line_number: int,
-    why: str,
-    reporter: str,
-    key: str | None = None,
-    recall: bool = False,
-) -> Entry:
-    """A consumer whose task crashed on a published row lists it in one call.
-
-    The row is named by its lineage (`_batch_id`, `_source_file`, `_line_number`, as
-    published); the entry matches its exact bytes, read back from the lake, or with
-    `key` every message with that unique key value. `recall=True` also takes the row
-    back out of its valid partition into the quarantine (foodtaster.state.recall); called
-    again, it finishes a recall that was interrupted.
-    """
-    from foodtaster.state.browse import message_bytes
-
-    raw, seen = message_bytes(lake, dataset, batch_id, source_file, line_number)
-    match, value = ("key", key) if key is not None else ("fingerprint", fingerprint(raw))
-    entry = PoisonList(lake, dataset).add(match, value, why, "downstream", added_by=reporter,
-                                          first_seen=seen)
-    if recall:
-        from foodtaster.state.recall import recall as recall_row
-
-        recall_row(lake, dataset, entry, seen, by=reporter)  # this place, even if listed before
-    return entry
-
-
 def _who() -> str:
     try:
         return getpass.getuser()

@@ -1,7 +1,7 @@
 """A recall: a published row taken back out of its valid partition into the batch's quarantine.
 
 A downstream consumer that crashed on a published row lists it (source `downstream`,
-foodtaster.state.poison.report_downstream) and recalls it: the row leaves
+`report_downstream`) and recalls it: the row leaves
 `valid/<ds>/batch_date=D/batch_id=B/` and becomes a quarantine row of the same batch with
 the reason `registry` / `registry.recalled` (message: the entry's why, value: its id), its
 `_raw` read back from the landed copy in raw/ (valid rows keep no bytes).
@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from foodtaster import rule_ids
 from foodtaster.logs import batch_logger
 from foodtaster.state import ledger
 from foodtaster.state.browse import (
@@ -51,9 +52,9 @@ from foodtaster.state.lake import (
     write_json,
 )
 from foodtaster.state.lease import batch_lease
-from foodtaster.state.poison import Entry, PoisonListError, Seen
+from foodtaster.state.poison import Entry, PoisonList, PoisonListError, Seen, fingerprint
 
-RULE = "registry.recalled"
+RULE = rule_ids.RECALLED
 REASON = pa.struct([(name, pa.string()) for name in ("layer", "rule", "column", "message", "value")])
 
 
@@ -264,3 +265,35 @@ def _account(lake: Lake, dataset: str, date: str, batch_id: str, entry: Entry, s
                     messages=known["messages"] if known else None, valid=valid, quarantined=quarantined,
                     recalled=counts["recalled"],
                     duplicates_dropped=known["duplicates_dropped"] if known else None)
+
+
+def report_downstream(
+    lake: Lake,
+    dataset: str,
+    *,
+    batch_id: str,
+    source_file: str,
+    line_number: int,
+    why: str,
+    reporter: str,
+    key: str | None = None,
+    recall: bool = False,
+) -> Entry:
+    """A consumer whose task crashed on a published row lists it in one call.
+
+    The row is named by its lineage (`_batch_id`, `_source_file`, `_line_number`, as
+    published); the entry matches its exact bytes, read back from the lake, or with
+    `key` every message with that unique key value. `recall=True` also takes the row
+    back out of its valid partition into the quarantine (`recall`); called
+    again, it finishes a recall that was interrupted.
+    """
+    raw, seen = message_bytes(lake, dataset, batch_id, source_file, line_number)
+    match, value = ("key", key) if key is not None else ("fingerprint", fingerprint(raw))
+    entry = PoisonList(lake, dataset).add(match, value, why, "downstream", added_by=reporter,
+                                          first_seen=seen)
+    if recall:
+        _recall(lake, dataset, entry, seen, by=reporter)  # this place, even if listed before
+    return entry
+
+
+_recall = recall  # `report_downstream`'s `recall` flag shadows the function's name

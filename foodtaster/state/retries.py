@@ -7,16 +7,41 @@ next time, or `exhausted`, or `redriven` with where it was published. This modul
 that into the retry pass's view: nothing else keeps a counter, so two records cannot
 disagree. Two passes that raced count the attempt they both made once (the latest event
 sets the status); the DAG runs one pass a dataset at a time.
+
+`retry_work` says whether the retry pass has anything to do, read from the lake
+with pyarrow alone: the DAG's `retry` task asks this before it pays for a Spark start.
+
+The pass does something only when
+- a pending quarantined row (not published later, exhausted, redriven, duplicate or
+  purged) whose every reason is a retryable rule is due: its recorded next attempt's time
+  (`next_at` in the dispositions log) has passed, the first `wait_s(0)` after it landed; or
+- a poison message that holds a group was published later or purged (its group is
+  released); or
+- a pending held row (`group.poisoned` among its reasons) is in a group no longer open.
+
+This mirrors the pass's own selection, erring towards yes: a yes starts the pass, which
+decides row by row; a no skips a pass that would have found nothing.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
+import fsspec
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from foodtaster.lineage import LINEAGE_KEY, lineage_key
+from foodtaster.state.browse import with_reason
 from foodtaster.state.dispositions import EXHAUSTED, REDRIVEN, RETRYING, SETTLED, Dispositions
-from foodtaster.state.lake import Lake
-from foodtaster.state.second_chances import lineage_key
+from foodtaster.state.groups import RULE as HELD_RULE
+from foodtaster.state.groups import GroupLog
+from foodtaster.state.lake import Lake, exists
 
 
 @dataclass(frozen=True)
@@ -54,3 +79,93 @@ def retry_state(lake: Lake, dataset: str) -> RetryState:
         if status.status in SETTLED:
             resolved.add(key)
     return RetryState(attempts, exhausted, published, frozenset(resolved))
+
+
+# ------------------------------------------------------------ is a retry pass due
+
+
+class Policy(Protocol):
+    def wait_s(self, attempts: int) -> float: ...
+
+
+def retry_candidates(root: str, columns: Iterable[str], rules: Collection[str],
+                     held_rule: str | None) -> list[dict[str, Any]]:
+    """The quarantine zone's rows (only `columns`) that could make the pass work, as dicts:
+    those whose every reason's rule is among `rules` (and that have one), and those with
+    `held_rule` among their reasons' rules. Files and folders named `_*` or `.*` are left
+    out, as Spark leaves them out.
+
+    The rules are matched with pyarrow first: a quarantine is mostly rows no pass retries
+    or releases, and turning each (with its reasons) into a dict cost seconds a 100k rows.
+    """
+    fs, path = fsspec.core.url_to_fs(root)
+    data = pads.dataset(path, filesystem=fs, format="parquet", partitioning="hive")
+    wanted = [c for c in dict.fromkeys(columns) if c in data.schema.names]
+    if "reasons" not in data.schema.names:
+        return []
+    table = data.to_table(columns=list(dict.fromkeys([*wanted, "reasons"])))
+    if not table.num_rows:
+        return []
+    reasons = table.column("reasons")
+    keep = []
+    if rules:
+        retryable = pa.array(list(rules), pa.string())
+
+        def other(found: pa.Array) -> pa.Array:  # a rule not among `rules` (a null rule is one)
+            return pc.invert(pc.fill_null(pc.is_in(found, value_set=retryable.cast(found.type)), False))
+
+        some = pc.fill_null(pc.greater(pc.list_value_length(reasons), 0), False)
+        keep.append(pc.and_(some, pc.invert(with_reason(reasons, other))))
+    if held_rule is not None:
+        keep.append(with_reason(reasons, lambda found: pc.equal(found, held_rule)))
+    return table.filter(functools.reduce(pc.or_, keep)).select(wanted).to_pylist() if keep else []
+
+
+def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_by: str | None,
+               now: datetime) -> str | None:
+    """Why the retry pass of `dataset` must run now, or None when it would do nothing."""
+    if not (policies or group_by):
+        return None
+    root = lake.zone("quarantine", dataset)
+    if not exists(root):
+        return None
+    state = retry_state(lake, dataset)  # one fold of the dispositions log
+    settled = state.done()
+    columns = [*LINEAGE_KEY, "_ingested_at", "reasons", *([group_by] if group_by else [])]
+    # pyarrow keeps the rows whose rules could matter; the rules below decide, row by row
+    candidates = retry_candidates(root, columns, policies, HELD_RULE if group_by else None)
+    pending = [row for row in candidates
+               if lineage_key(*(row.get(c) for c in LINEAGE_KEY)) not in settled]
+
+    for row in pending if policies else []:
+        rules = [reason["rule"] for reason in row.get("reasons") or []]
+        if not rules or any(rule not in policies for rule in rules):
+            continue
+        key = lineage_key(*(row.get(c) for c in LINEAGE_KEY))
+        # As the pass decides (engine.retry.due): the recorded next attempt, else the first
+        # wait after landing.
+        next_at = (state.attempts.get(key) or {}).get("next_at")
+        landed = _epoch(row.get("_ingested_at"))
+        due_at = (datetime.fromisoformat(next_at).timestamp() if next_at
+                  else None if landed is None else landed + policies[rules[0]].wait_s(0))
+        if due_at is not None and due_at <= now.timestamp():
+            return f"a retryable row is due ({key})"
+
+    if group_by:
+        open_groups = GroupLog(lake, dataset).open_groups()
+        if any(p.lineage in state.resolved for poison in open_groups.values() for p in poison):
+            return "a poison message was published later or purged: its group is released"
+        for row in pending:
+            rules = {reason["rule"] for reason in row.get("reasons") or []}
+            group = row.get(group_by)
+            if HELD_RULE in rules and (group is None or str(group) not in open_groups):
+                return f"a held message's group is no longer open ({group})"
+    return None
+
+
+def _epoch(value: Any) -> float | None:
+    """A timestamp cell as epoch seconds, as Spark's cast to double reads it (a Spark
+    timestamp is UTC); None, which is never due, as in the pass."""
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+    return None

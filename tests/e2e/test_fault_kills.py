@@ -46,7 +46,7 @@ def test_a_second_run_is_refused_and_a_kill_mid_swap_destroys_nothing(spark, tmp
     landed = land_batch(lake, "orders", DATE)
     first = run_batch(spark, BatchRun(config=get_dataset("orders"), input_path=landed.raw_path,
                                       lake=lake, batch_id=landed.batch_id, batch_date=DATE,
-                                      gate=False, run_id="first"))
+                                      gate=False, run_id="first")).to_json()
     valid_path = lake.valid("orders", DATE, landed.batch_id)
     quarantine_path = lake.quarantine("orders", DATE, landed.batch_id)
     summary_path = Path(lake.summary("orders", landed.batch_id))

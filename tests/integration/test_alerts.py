@@ -21,7 +21,7 @@ from foodtaster.ops.alerts import (
     build_disabled_alert,
     write_alert_file,
 )
-from foodtaster.ops.policy import decide
+from foodtaster.policy import Facts, decide
 from foodtaster.registry import AlertChannels, DatasetConfig
 from foodtaster.state.lake import Lake
 from foodtaster_airflow import channels
@@ -65,7 +65,7 @@ def summary(**changes: Any) -> dict[str, Any]:
 
 def batch_alert(**changes: Any):
     document = summary(**changes)
-    return build_batch_alert(document, decide(document, CONFIG), CONFIG, {})
+    return build_batch_alert(document, decide(Facts.of_summary(document), CONFIG), CONFIG, {})
 
 
 @pytest.fixture(autouse=True)

@@ -80,7 +80,7 @@ def _isolated(summary: dict) -> set[tuple[str, int]]:
 
 def test_crashing_messages_are_isolated_listed_quarantined_and_not_isolated_again(spark, tmp_path):
     run = _run(tmp_path)
-    first = run_batch(spark, run)
+    first = run_batch(spark, run).to_json()
 
     _accounted(first)
     assert _isolated(first) == UNLUCKY and {i["why"] for i in first["crash_isolated"]} == {WHY}
@@ -101,7 +101,7 @@ def test_crashing_messages_are_isolated_listed_quarantined_and_not_isolated_agai
         F.exists("reasons", lambda r: r.rule == "crash.isolated")).collect()}
     assert raw == {(e.value, e.size) for e in entries}
 
-    second = run_batch(spark, run)  # the messages are listed: nothing crashes, nothing is isolated
+    second = run_batch(spark, run).to_json()  # the messages are listed: nothing crashes, nothing is isolated
     _accounted(second)
     assert second["crash_isolated"] == [] and second["listed"] == 3
     assert set(_crash_rows(spark, run)) == UNLUCKY
@@ -111,7 +111,7 @@ def test_crashing_messages_are_isolated_listed_quarantined_and_not_isolated_agai
     poison = PoisonList(run.lake, "orders")
     removed = next(e for e in poison.entries() if e.first_seen.line_number == LATER)
     poison.remove(removed.id, "the check was fixed; judge it again")
-    third = run_batch(spark, run)  # judged again, so it crashes again, and is isolated again
+    third = run_batch(spark, run).to_json()  # judged again, so it crashes again, and is isolated again
     _accounted(third)
     assert _isolated(third) == {(FIRST, LATER)} and third["listed"] == 2
     assert len(PoisonList(run.lake, "orders").entries()) == 3

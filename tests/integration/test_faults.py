@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from foodtaster import sample
-from foodtaster.engine.job import BatchRun, CountsDoNotAddUp, run_batch
+from foodtaster.engine.accounting import CountsDoNotAddUp
+from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake
 from foodtaster.state.landing import land_batch
@@ -59,7 +60,7 @@ def test_hostile_files_end_in_the_quarantine_and_the_rest_is_processed(spark, tm
 
     run = BatchRun(config=get_dataset("orders"), input_path=landed.raw_path, lake=lake,
                    batch_id=landed.batch_id, batch_date=DATE, gate=False)
-    summary = run_batch(spark, run)
+    summary = run_batch(spark, run).to_json()
     raw_copy = Path(landed.raw_path) / "long.jsonl"
     raw_copy.unlink()
 
@@ -113,7 +114,7 @@ def test_rows_lost_during_the_write_fail_the_batch_and_nothing_is_swapped_in(
     landed = land_batch(lake, "orders", DATE)
     config = get_dataset("orders")
     first = run_batch(spark, BatchRun(config=config, input_path=landed.raw_path, lake=lake,
-                                      batch_id=landed.batch_id, batch_date=DATE, gate=False))
+                                      batch_id=landed.batch_id, batch_date=DATE, gate=False)).to_json()
     assert first["duplicates_dropped"] > 0 and first["published"]
     published = Path(lake.valid("orders", DATE, landed.batch_id))
     before = sorted(p.read_bytes() for p in published.glob("*.parquet"))

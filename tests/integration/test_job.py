@@ -14,7 +14,8 @@ from pyspark.sql import functions as F
 
 from contracts.orders import Orders
 from foodtaster import sample
-from foodtaster.engine.job import BatchRun, quarantine_counts, run_batch
+from foodtaster.engine.accounting import quarantine_counts
+from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.engine.reasons import LAYERS, REASONS
 from foodtaster.engine.rules import read_contract
 from foodtaster.reference import failed_rules
@@ -54,7 +55,7 @@ def tasted_with_plans(spark, batch, tmp_path_factory):
     run = BatchRun(config=config, input_path=str(inbox), lake=lake, batch_id="b1",
                    batch_date="2026-11-20", publish=True)
     before = _last_execution(spark)
-    summary = run_batch(spark, run)
+    summary = run_batch(spark, run).to_json()
     return run, summary, _plans_after(spark, before)
 
 
@@ -201,7 +202,7 @@ def _snapshot(frame):
 def test_rerunning_the_batch_rewrites_identical_partitions(spark, tasted):
     run, first = tasted
     before = [_snapshot(f) for f in _outputs(spark, run)]
-    again = run_batch(spark, run)
+    again = run_batch(spark, run).to_json()
     after = [_snapshot(f) for f in _outputs(spark, run)]
     assert before == after
     keys = ("messages", "valid", "quarantined", "duplicates_dropped", "reasons")
@@ -215,7 +216,7 @@ def test_a_batch_of_only_poison_finishes_and_is_held(spark, tmp_path):
     lake = Lake(str(tmp_path / "lake"))
     run = BatchRun(config=get_dataset("orders"), input_path=str(inbox), lake=lake, batch_id="bad",
                    batch_date="2026-11-20", publish=True)
-    summary = run_batch(spark, run)
+    summary = run_batch(spark, run).to_json()
     assert (summary["messages"], summary["valid"], summary["quarantined"]) == (4, 0, 4)
     assert summary["gate"]["passed"] is False and summary["published"] is False
     assert not Path(lake.valid("orders", "2026-11-20", "bad")).exists()
@@ -261,7 +262,7 @@ def test_a_file_that_cannot_be_read_is_one_quarantined_message(spark, tmp_path, 
     assert [u["name"] for u in landed.unreadable] == ["broken.jsonl.gz"]
 
     summary = run_batch(spark, BatchRun(config=get_dataset("orders"), input_path=landed.raw_path, lake=lake,
-                                        batch_id=landed.batch_id, batch_date="2026-11-20"))
+                                        batch_id=landed.batch_id, batch_date="2026-11-20")).to_json()
     good = 40 if with_good_file else 0
     assert (summary["messages"], summary["valid"], summary["quarantined"]) == (good + 1, good, 1)
     assert summary["reasons"] == {"file.unreadable": 1}

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from foodtaster.engine.job import BatchRun, run_batch
-from foodtaster.ops.policy import decide
+from foodtaster.policy import Facts, decide
 from foodtaster.registry import get_dataset
 from foodtaster.sample import generate_batch
 from foodtaster.state.lake import Lake
@@ -32,7 +32,7 @@ def _rows(spark, run, zone):
 
 
 def test_listed_messages_are_quarantined_unjudged_and_counted_apart(spark, setting):
-    first = run_batch(spark, setting)
+    first = run_batch(spark, setting).to_json()
     assert first["listed"] == 0
     quarantined = _rows(spark, setting, "quarantine").orderBy("_line_number").first()
     valid = _rows(spark, setting, "valid").orderBy("_line_number").first()
@@ -41,7 +41,7 @@ def test_listed_messages_are_quarantined_unjudged_and_counted_apart(spark, setti
                           "downstream")
     by_key = poison.add("key", valid.message_id, "a known test order", "operator")
 
-    second = run_batch(spark, setting)
+    second = run_batch(spark, setting).to_json()
 
     rows = {r._line_number: r for r in _rows(spark, setting, "quarantine").collect()}
     for line, entry in ((quarantined._line_number, by_bytes), (valid._line_number, by_key)):
@@ -55,10 +55,10 @@ def test_listed_messages_are_quarantined_unjudged_and_counted_apart(spark, setti
     assert _rows(spark, setting, "valid").where(F.col("message_id") == valid.message_id).count() == 0
     # Known messages page nobody: the thresholds see the new quarantined messages only.
     new_rate = (second["quarantined"] - 2) / second["messages"]
-    assert any("2 of" in why for why in decide(second, setting.config).why)
+    assert any("2 of" in why for why in decide(Facts.of_summary(second), setting.config).why)
     assert abs(new_rate - (first["quarantined"] - 1) / first["messages"]) < 1e-9
 
     poison.remove(by_key.id, "was a real order after all")
-    third = run_batch(spark, setting)
+    third = run_batch(spark, setting).to_json()
     assert third["listed"] == 1
     assert _rows(spark, setting, "valid").where(F.col("message_id") == valid.message_id).count() == 1

@@ -186,7 +186,7 @@ def test_the_job_judges_a_broker_batch_with_the_brokers_lineage(spark, stream, t
     config = dataclasses.replace(get_dataset("orders"), max_message_bytes=4096)
 
     summary = run_batch(spark, BatchRun(config=config, input_path=landed.raw_path, lake=lake,
-                                        batch_id="nats1", batch_date=today(), gate=False))
+                                        batch_id="nats1", batch_date=today(), gate=False)).to_json()
 
     valid = spark.read.parquet(lake.valid("orders", today(), "nats1"))
     quarantine = spark.read.parquet(lake.quarantine("orders", today(), "nats1"))

@@ -59,7 +59,7 @@ def test_pathological_json_is_quarantined_at_its_layer_and_the_job_finishes(spar
         (inbox / name).unlink()
 
     summary = run_batch(spark, BatchRun(config=get_dataset("orders"), input_path=landed.raw_path, lake=lake,
-                                        batch_id=landed.batch_id, batch_date=DATE, gate=False))
+                                        batch_id=landed.batch_id, batch_date=DATE, gate=False)).to_json()
 
     assert summary["messages"] == len(CASES) + 1 and summary["crash_isolated"] == []
     assert summary["messages"] == summary["valid"] + summary["quarantined"] + summary["duplicates_dropped"]

@@ -18,8 +18,9 @@ from foodtaster.state import ledger
 from foodtaster.state.browse import message_bytes
 from foodtaster.state.lake import Lake, read_json
 from foodtaster.state.landing import land_batch
-from foodtaster.state.poison import PoisonList, fingerprint, report_downstream
+from foodtaster.state.poison import PoisonList, fingerprint
 from foodtaster.state.recall import RULE as RECALLED
+from foodtaster.state.recall import report_downstream
 
 DATE = "2026-11-20"
 LISTED = "registry.listed"
@@ -65,7 +66,7 @@ def _agree(spark, run: BatchRun) -> dict:
 
 
 def test_the_list_the_ledger_and_the_quarantine_agree_through_a_recall_and_a_rerun(spark, run):
-    first = run_batch(spark, run)
+    first = run_batch(spark, run).to_json()
     lake = run.lake
     poison = PoisonList(lake, "orders")
     quarantined = spark.read.parquet(lake.quarantine("orders", DATE, run.batch_id)).orderBy(
@@ -75,7 +76,7 @@ def test_the_list_the_ledger_and_the_quarantine_agree_through_a_recall_and_a_rer
         "_source_file", "_line_number").limit(2).collect()
     by_key = poison.add("key", valid_rows[0].message_id, "a known test order", "operator")
 
-    listed_run = run_batch(spark, run)
+    listed_run = run_batch(spark, run).to_json()
     _record(run, listed_run)
     agreed = _agree(spark, run)
     assert listed_run["listed"] == 2 and agreed["listed_ids"] == {by_bytes.id, by_key.id}
@@ -107,7 +108,7 @@ def test_the_list_the_ledger_and_the_quarantine_agree_through_a_recall_and_a_rer
         target.message_id, target.amount, target._ingested_at)  # published fields and lineage kept
 
     # A rerun judges the batch again: the recalled message is now one more listed message.
-    rerun = run_batch(spark, run)
+    rerun = run_batch(spark, run).to_json()
     _record(run, rerun)
     agreed = _agree(spark, run)
     assert rerun["listed"] == 3 and agreed["rules"][RECALLED] == 0

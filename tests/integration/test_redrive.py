@@ -36,7 +36,7 @@ def lake(spark, tmp_path_factory):
     config = get_dataset("orders")
     for folder, batch_id, day in ((inbox, "b1", DAY1), (again, "b2", DAY2)):
         summary = run_batch(spark, BatchRun(config=config, input_path=str(folder), lake=lake,
-                                            batch_id=batch_id, batch_date=day, gate=False))
+                                            batch_id=batch_id, batch_date=day, gate=False)).to_json()
         accounted = summary["valid"] + summary["quarantined"] + summary["duplicates_dropped"]
         assert summary["messages"] == accounted
     check_accounts(lake, "orders")

@@ -16,14 +16,13 @@ import pytest
 from pyspark.sql import functions as F
 
 from foodtaster import contract_references, sample
-from foodtaster.engine import groups
+from foodtaster.engine import group_hold as groups
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.engine.retry import EXHAUSTED_RULE, run_retries
 from foodtaster.registry import get_dataset
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake
-from foodtaster.state.retries import retry_state
-from foodtaster.state.retry_due import retry_work
+from foodtaster.state.retries import retry_state, retry_work
 
 DAYS = ["2026-11-20", "2026-11-21", "2026-11-22"]
 # Thresholds up: a day with a fifth of its customers late is quarantined at over hold_rate,
@@ -36,11 +35,11 @@ MAX_ATTEMPTS = 4  # contracts/orders.py
 def _batch(spark, lake, config, inbox, day):
     run = BatchRun(config=config, input_path=str(inbox / config.name / f"dt={day}"), lake=lake,
                    batch_id=day.replace("-", ""), batch_date=day, gate=False)
-    return run_batch(spark, run)
+    return run_batch(spark, run).to_json()
 
 
 def _retries(spark, lake, now, run_id):
-    """One retry pass, after asking the lake (pyarrow, foodtaster.state.retry_due) whether it
+    """One retry pass, after asking the lake (pyarrow, foodtaster.state.retries) whether it
     has anything to do, as the DAG's retry task does: the answer must be yes exactly when the
     pass then moves a row or releases a group, since a no means no Spark start at all."""
     policies = contract_references.retryable(contract_references.read_references(ORDERS.load_contract()))

@@ -11,8 +11,8 @@ from contracts.orders import Orders
 from foodtaster.engine import batch_counts as counts_of
 from foodtaster.engine import ingest
 from foodtaster.engine.duplicates import KEY_HASH, KEYS_PER_TASK, repeated_hashes
-from foodtaster.engine.groups import GROUP_HASH, group_hash
-from foodtaster.engine.job import flag_lines
+from foodtaster.engine.group_hold import GROUP_HASH, group_hash
+from foodtaster.engine.judging import flag_lines
 from foodtaster.engine.rules import read_contract
 
 CONTRACT = read_contract(Orders)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from contracts.checked import OrdersChecked
 from contracts.orders import Orders
-from foodtaster.engine.job import validate_lines
+from foodtaster.engine.judging import validate_lines
 from foodtaster.engine.rules import FieldRule, read_contract
 from foodtaster.reference import decode, failed_rules
 

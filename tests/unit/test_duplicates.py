@@ -6,7 +6,7 @@ from pyspark.sql import functions as F
 
 from contracts.orders import Orders
 from foodtaster.engine.duplicates import key_hash, mark_duplicates, repeated_hashes
-from foodtaster.engine.job import decide_outcomes, flag_lines, with_reasons
+from foodtaster.engine.judging import decide_outcomes, flag_lines, with_reasons
 from foodtaster.engine.rules import read_contract
 from foodtaster.engine.suspects import cleared, suspects
 

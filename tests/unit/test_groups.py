@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from foodtaster.engine.groups import (
+from foodtaster.engine.group_hold import (
     GROUP_HASH,
     HELD,
     group_check,
@@ -99,7 +99,7 @@ def test_a_held_message_that_passed_every_field_rule_gives_its_hold_as_its_only_
     from conftest import lines_frame
 
     from contracts.orders import Orders
-    from foodtaster.engine.job import decide_outcomes, flag_lines, with_reasons
+    from foodtaster.engine.judging import decide_outcomes, flag_lines, with_reasons
     from foodtaster.engine.rules import read_contract
 
     contract = read_contract(Orders)

@@ -113,7 +113,7 @@ def test_the_parser_runs_once_a_line_in_the_flag_pass(spark):
     """The UDF is opaque to Spark: were its result copied into each field's column, every line
     would be parsed once a field. The optimized plan of the whole flag pass holds one call."""
     from contracts.orders import Orders
-    from foodtaster.engine.job import flag_lines
+    from foodtaster.engine.judging import flag_lines
     from foodtaster.engine.rules import read_contract
 
     flagged = flag_lines(lines_frame(spark, [GOOD]), read_contract(Orders), 200)

@@ -13,7 +13,8 @@ from lake_support import reason, write_batch
 
 from foodtaster.state.browse import NotInLake, landed_lines, message_bytes, quarantined_rows
 from foodtaster.state.lake import Lake
-from foodtaster.state.poison import PoisonList, PoisonListError, Seen, fingerprint, report_downstream
+from foodtaster.state.poison import PoisonList, PoisonListError, Seen, fingerprint
+from foodtaster.state.recall import report_downstream
 
 SHA = hashlib.sha256(b"x").hexdigest()
 

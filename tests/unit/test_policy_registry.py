@@ -2,7 +2,7 @@
 
 import pytest
 
-from foodtaster.ops.policy import decide
+from foodtaster.policy import Facts, decide
 from foodtaster.registry import RegistryError, get_dataset, load_registry
 
 ORDERS = get_dataset("orders")  # alert_rate 0.02, hold_rate 0.20
@@ -25,13 +25,13 @@ def summary(rate, messages=100, gate_passed=True):
     ],
 )
 def test_thresholds_are_inclusive(rate, gate, publish, alert, severity):
-    verdict = decide(summary(rate, gate_passed=gate), ORDERS)
+    verdict = decide(Facts.of_summary(summary(rate, gate_passed=gate)), ORDERS)
     assert (verdict.publish, verdict.alert, verdict.severity) == (publish, alert, severity)
     assert bool(verdict.why) == alert
 
 
 def test_an_empty_batch_is_neither_published_nor_alerted():
-    verdict = decide(summary(0.0, messages=0, gate_passed=False), ORDERS)
+    verdict = decide(Facts.of_summary(summary(0.0, messages=0, gate_passed=False)), ORDERS)
     assert (verdict.publish, verdict.alert) == (False, False)
 
 
@@ -85,7 +85,7 @@ def listed_summary(messages, quarantined, listed, gate_passed=True):
     ],
 )
 def test_thresholds_apply_to_new_quarantined_messages(quarantined, listed, publish, alert, severity):
-    verdict = decide(listed_summary(100, quarantined, listed), ORDERS)
+    verdict = decide(Facts.of_summary(listed_summary(100, quarantined, listed)), ORDERS)
     assert (verdict.publish, verdict.alert, verdict.severity) == (publish, alert, severity)
     if listed:
         assert f"{listed} of {quarantined} quarantined messages were already listed" in verdict.why
@@ -96,13 +96,13 @@ def test_thresholds_apply_to_new_quarantined_messages(quarantined, listed, publi
 
 def test_a_batch_made_only_of_listed_messages_is_not_held():
     # Its valid partition is empty, so a volume expectation fails: nothing new to gate.
-    verdict = decide(listed_summary(40, 40, 40, gate_passed=False), ORDERS)
+    verdict = decide(Facts.of_summary(listed_summary(40, 40, 40, gate_passed=False)), ORDERS)
     assert (verdict.publish, verdict.alert) == (True, False)
     assert verdict.why == ("all 40 of 40 quarantined messages were already listed",)
 
 
 def test_a_failed_gate_still_holds_a_batch_with_some_listed_messages():
-    verdict = decide(listed_summary(100, 5, 4, gate_passed=False), ORDERS)
+    verdict = decide(Facts.of_summary(listed_summary(100, 5, 4, gate_passed=False)), ORDERS)
     assert (verdict.publish, verdict.severity) == (False, "critical")
     assert verdict.why[-1] == "4 of 5 quarantined messages were already listed"
 
@@ -114,7 +114,7 @@ def test_a_failed_gate_still_holds_a_batch_with_some_listed_messages():
 ])
 def test_retrying_and_held_for_their_group_are_not_new_poison(retrying, held, publish, severity):
     batch = {**listed_summary(100, 30, 0), "retrying": retrying, "held_for_group": held}
-    verdict = decide(batch, ORDERS)
+    verdict = decide(Facts.of_summary(batch), ORDERS)
     assert (verdict.publish, verdict.severity) == (publish, severity)
     assert f"{retrying + held} of 30 quarantined messages wait (a retry, their conversation)" in verdict.why
 
@@ -124,6 +124,13 @@ def test_the_alert_says_how_many_quarantined_messages_were_already_listed():
 
     batch = {**listed_summary(100, 30, 27), "dataset": "orders", "batch_id": "20261121",
              "batch_date": "2026-11-21", "valid": 70}
-    alert = build_batch_alert(batch, decide(batch, ORDERS), ORDERS, {})
+    alert = build_batch_alert(batch, decide(Facts.of_summary(batch), ORDERS), ORDERS, {})
     assert "Already listed:     27 of the quarantined (poison list)" in alert.text
     assert "27 of 30 quarantined messages were already listed" in alert.text
+
+
+def test_counts_that_do_not_add_up_hold_the_batch():
+    facts = Facts(messages=100, quarantine_rate=0.01, quarantined=1, accounted=96)
+    verdict = decide(facts, ORDERS)
+    assert not verdict.publish and verdict.severity == "critical"
+    assert "do not add up" in verdict.why[-1]

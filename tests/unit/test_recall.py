@@ -18,8 +18,8 @@ from lake_support import reason, write_batch
 from foodtaster.state import ledger
 from foodtaster.state.browse import NotInLake, partition, quarantined_rows, read_table
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake, write_json
-from foodtaster.state.poison import PoisonList, PoisonListError, fingerprint, report_downstream
-from foodtaster.state.recall import RULE, recall
+from foodtaster.state.poison import PoisonList, PoisonListError, fingerprint
+from foodtaster.state.recall import RULE, recall, report_downstream
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LINES = [b'{"message_id": "m1", "amount": 5}', b"{'bad'}", b'{"message_id": "m3", "amount": 7}',

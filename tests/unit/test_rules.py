@@ -8,7 +8,7 @@ from conftest import lines_frame
 from pandera.typing import Series
 
 from contracts.orders import Orders
-from foodtaster.engine.job import validate_lines
+from foodtaster.engine.judging import validate_lines
 from foodtaster.engine.rules import ContractError, read_contract, rule_id
 
 CONTRACT = read_contract(Orders)

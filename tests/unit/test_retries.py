@@ -1,4 +1,4 @@
-"""The retry task's check (foodtaster.state.retry_due), on a quarantine written with pyarrow:
+"""The retry task's check (foodtaster.state.retries), on a quarantine written with pyarrow:
 a row makes the pass work when every rule of it is retryable and it is due, or when it is
 held for a group no longer open; every other row is left in the lake, unread as Python."""
 
@@ -17,7 +17,7 @@ from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import RULE as HELD
 from foodtaster.state.groups import GroupLog, Poison
 from foodtaster.state.lake import Lake
-from foodtaster.state.retry_due import retry_candidates, retry_work
+from foodtaster.state.retries import retry_candidates, retry_work
 
 BATCH, DAY, SOURCE = "20261120", "2026-11-20", "file:/inbox/orders-1.jsonl"
 REF = "customer_id.references(customers.customer_id)"

@@ -1,0 +1,99 @@
+"""The batch summary: what a run of the job found, the one document every later step reads.
+
+Written by the job as `reports/<dataset>/<batch_id>/summary.json` (its last write for a
+batch), read by the gate, publish, alert and ledger tasks, the CLI, the batches page,
+release and recall. `BatchSummary` is its one typed form; `to_json` and `from_json` its one
+JSON form (the keys on disk are the field names; optional ones are left out when unset).
+The verdict in it was decided once, by `foodtaster.policy.decide`, when the job wrote it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+from foodtaster.errors import UsageError
+from foodtaster.policy import Verdict
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The Great Expectations batch gate on the valid rows (`foodtaster.engine.gate`)."""
+
+    passed: bool
+    suite: str | None = None
+    skipped: bool = False
+    failed: list[dict[str, Any]] = field(default_factory=list)  # {"expectation", "kwargs", "observed"}
+    results: list[dict[str, Any]] = field(default_factory=list)
+    data_docs: str | None = None
+
+    @classmethod
+    def skipped_gate(cls) -> GateResult:
+        return cls(passed=True, skipped=True)
+
+    @property
+    def failed_expectations(self) -> list[str]:
+        return [str(f.get("expectation")) for f in self.failed]
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    dataset: str
+    batch_id: str
+    batch_date: str
+    run_id: str
+    messages: int
+    valid: int
+    quarantined: int
+    duplicates_dropped: int
+    quarantine_rate: float
+    gate: GateResult
+    verdict: Verdict
+    reasons: dict[str, int] = field(default_factory=dict)  # rule id -> quarantined rows, most first
+    samples: list[dict[str, Any]] = field(default_factory=list)  # a few quarantined rows, escaped
+    # staged_valid, valid, quarantine, report, data_docs
+    paths: dict[str, str | None] = field(default_factory=dict)
+    listed: int = 0  # quarantined rows already on the poison list before this run
+    crash_isolated: list[dict[str, Any]] = field(default_factory=list)  # found by this run
+    contract: str | None = None
+    input: str | None = None
+    ingested_at: str | None = None
+    finished_at: str | None = None
+    published: bool = False
+    published_at: str | None = None
+    released: dict[str, Any] | None = None  # an operator published it after a hold: who, when, why
+    retrying: int = 0  # quarantined rows failing retryable rules only
+    held_for_group: int = 0  # quarantined rows held for their conversation
+    groups_open: int | None = None  # open conversation groups after this batch (grouped datasets)
+    references_unchecked: list[str] | None = None
+    recalled: int | None = None  # rows a recall moved from valid to the quarantine
+    recalls: list[dict[str, Any]] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def accounted(self) -> int:
+        """valid + quarantined + duplicates dropped: equals `messages` when nothing is lost."""
+        return self.valid + self.quarantined + self.duplicates_dropped
+
+    def with_changes(self, **changes: Any) -> BatchSummary:
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["gate"] = asdict(self.gate)
+        out["verdict"] = self.verdict.as_dict()
+        return {k: v for k, v in out.items() if v is not None}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BatchSummary:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise UsageError(f"batch summary of {data.get('dataset')} batch {data.get('batch_id')}: "
+                             f"unknown keys {sorted(unknown)}")
+        values = dict(data)
+        gate = dict(values.get("gate") or {"passed": True, "skipped": True})
+        gate_known = {f.name for f in fields(GateResult)}
+        values["gate"] = GateResult(**{k: v for k, v in gate.items() if k in gate_known})
+        values["verdict"] = Verdict.from_json(values.get("verdict") or {})
+        return cls(**values)
