@@ -19,7 +19,12 @@ from foodtaster.state.lake import Lake, write_json
 from foodtaster_airflow import channels, steps
 from foodtaster_airflow.localenv import VENV_BIN
 from foodtaster_airflow.rest import AirflowApi
-from foodtaster_airflow.spark_submit import ValidateBatchOperator, job_environment, parse_conf
+from foodtaster_airflow.spark_submit import (
+    ValidateBatchOperator,
+    job_environment,
+    parse_conf,
+    submit_exit_code,
+)
 
 
 def conn(**fields):
@@ -385,7 +390,7 @@ def test_spark_default_picks_the_master_and_local_is_the_default(monkeypatch, co
     else:
         monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", connection)
     operator = ValidateBatchOperator(task_id="validate", application="job.py", dataset="orders")
-    command = operator._get_hook()._build_spark_submit_command("job.py")
+    command = operator.spark_hook()._build_spark_submit_command("job.py")
     assert command[command.index("--master") + 1] == master
     assert command[-1] == "--no-publish"
     assert "--dataset" in command and "orders" in command
@@ -406,3 +411,32 @@ def test_a_usage_error_fails_at_once_and_other_failures_are_retried(
     with pytest.raises(AirflowException) as raised:
         operator.execute({})
     assert isinstance(raised.value, AirflowFailException) is not retried
+
+
+def test_a_missing_spark_connection_is_local_and_says_so(monkeypatch, caplog):
+    import logging
+
+    monkeypatch.delenv("AIRFLOW_CONN_SPARK_DEFAULT", raising=False)
+    caplog.set_level(logging.INFO, logger="foodtaster_airflow")
+    operator = ValidateBatchOperator(task_id="validate", application="job.py", dataset="orders")
+    connection = operator.spark_hook().get_connection("spark_default")
+    assert (connection.conn_type, connection.host) == ("spark", "local[*]")
+    assert "connection spark_default is not defined: running on local[*]" in caplog.text
+
+
+def test_the_exit_code_is_read_from_the_submit_failure():
+    from airflow.sdk.exceptions import AirflowException
+
+    failed = AirflowException("Cannot execute: spark-submit --master local[1] app.py --why "
+                              "'Error code is: 9.'. Error code is: 2.\nLast spark-submit output:\nx")
+    assert submit_exit_code(failed) == 2
+    assert submit_exit_code(AirflowException("No driver id is known")) is None
+
+
+def test_killing_the_task_kills_the_submission_in_flight():
+    operator = ValidateBatchOperator(task_id="validate", application="job.py", dataset="orders")
+    operator.on_kill()  # nothing submitted yet: nothing to kill
+    killed = []
+    operator.submission = SimpleNamespace(on_kill=lambda: killed.append(True))
+    operator.on_kill()
+    assert killed == [True]
