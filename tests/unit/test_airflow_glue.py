@@ -305,6 +305,40 @@ def test_smtp_settings_follow_the_smtp_providers_conventions():
     assert tls["sender"] == "bot@example.com" and tls["port"] == 25
 
 
+def test_the_smtp_client_follows_the_connection_and_retries_a_dropped_connect(monkeypatch):
+    import smtplib
+
+    opened = []
+
+    class Server:
+        def __init__(self, **where):
+            opened.append(where)
+            if len(opened) < 3:
+                raise smtplib.SMTPServerDisconnected("not yet")
+            self.calls = []
+
+        def starttls(self, context=None):
+            self.calls.append("starttls")
+
+        def ehlo(self):
+            self.calls.append("ehlo")
+
+        def login(self, user, password):
+            self.calls.append(("login", user, password))
+
+    monkeypatch.setattr(smtplib, "SMTP", Server)
+    client = channels.smtp_client(conn(host="mail", port=587, login="bot", password="pw",
+                                       extra_dejson={"disable_ssl": "true", "retry_limit": 2,
+                                                     "timeout": 7}))
+    assert opened == [{"host": "mail", "port": 587, "timeout": 7}] * 3
+    assert client.calls == ["starttls", "ehlo", ("login", "bot", "pw")]
+    opened.clear()
+    with pytest.raises(smtplib.SMTPServerDisconnected):
+        channels.smtp_client(conn(host="mail", extra_dejson={"disable_ssl": "true",
+                                                             "retry_limit": 1}))
+    assert opened == [{"host": "mail", "timeout": 30}] * 2  # no port: smtplib's default
+
+
 def test_the_api_client_from_a_connection():
     api = AirflowApi.from_connection(conn(host="localhost", port=8080, login="admin",
                                           password="pw"))
