@@ -175,7 +175,7 @@ def test_ledger_entries_are_accepted_by_the_ledger(tmp_path, outcome):
     write_json(lake.summary("orders", "20261120"), summary())
     decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
     published = {"valid": 90} if outcome == "published" else None
-    entry = steps.ledger_entry(landed(lake), decision, published, None, "dag", "run")
+    entry = ledger.ledger_entry(landed(lake), decision, published, None, "dag", "run")
     ledger.record_batch(lake, "orders", entry)
     (recorded,) = ledger.batch_entries(lake, "orders")
     assert recorded["verdict"] == outcome
@@ -190,7 +190,7 @@ def test_the_run_note_leads_with_the_verdict_and_names_the_batch_and_its_inbox_d
         decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
         published = {"valid": 90} if outcome == "published" else None
         notes[outcome] = steps.run_note(
-            steps.ledger_entry(landed(lake), decision, published, None, "dag", "run"))
+            ledger.ledger_entry(landed(lake), decision, published, None, "dag", "run"))
     assert notes["published"] == (
         "published: batch 20261120, inbox date 2026-11-20: 90 valid, 9 quarantined of 100 (9.00%)")
     assert notes["empty"] == "empty: batch 20261120, inbox date 2026-11-20: no new files in the inbox"
@@ -277,7 +277,7 @@ def test_a_run_note_without_an_api_fails_at_sign_in_before_importing_the_client(
     (0, 5, False), (4, 5, False), (5, 5, True), (6, 5, False), (10, 5, True), (2, 2, True),
 ])
 def test_the_dag_pauses_every_disable_after_held_batches_in_a_row(streak, after, pause):
-    assert steps.should_disable(streak, after) is pause
+    assert ledger.should_disable(streak, after) is pause
 
 
 # --------------------------------------------------------------- connections
