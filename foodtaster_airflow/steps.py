@@ -67,15 +67,12 @@ def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dic
     from foodtaster.state import ledger
 
     lake = _lake()
-    if ledger.is_disabled(lake, dataset):
-        # The DAG paused itself after too many held batches; running again means an
-        # operator unpaused it: the dataset is enabled again.
-        ledger.clear_disabled(lake, dataset)
-        log.warning("dataset=%s event=re_enabled the DAG runs again after a self-pause", dataset)
     if batch_id:
         date = landed_date(lake, dataset, check_batch_id(batch_id))
         hour = None
     result = sources.land(_config(dataset), lake, date, batch_id=batch_id, hour=hour)
+    # A dataset that paused itself runs again only when an operator unpaused its DAG.
+    ledger.re_enable(lake, dataset, result.batch_id)
     return {**result.as_dict(), "lake": lake.root, "reprocess": bool(batch_id)}
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import fsspec
 
+from foodtaster.logs import batch_logger
 from foodtaster.state.lake import Lake, check_batch_id, check_date, exists, read_json, write_json
 
 VERDICTS = ("published", "held", "empty")
@@ -190,6 +191,22 @@ def clear_disabled(lake: Lake, dataset: str) -> None:
     fs, path = fsspec.core.url_to_fs(_disabled_uri(lake, dataset))
     if fs.exists(path):
         fs.rm(path)
+
+
+def re_enable(lake: Lake, dataset: str, batch_id: str) -> bool:
+    """End the dataset's self-pause, if it paused itself: its DAG runs again, so an operator
+    unpaused it. Logged with the batch the first run after the pause landed, and the pause's
+    reason. False when the dataset was not paused."""
+    uri = _disabled_uri(lake, dataset)
+    if not exists(uri):
+        return False
+    pause = read_json(uri)
+    clear_disabled(lake, dataset)
+    batch_logger(__name__, dataset, batch_id).warning(
+        "event=re_enabled the DAG runs again after its self-pause of %s (%s)",
+        pause.get("disabled_at"), pause.get("reason"),
+    )
+    return True
 
 
 def is_disabled(lake: Lake, dataset: str) -> bool:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -271,6 +272,24 @@ def test_a_run_note_without_an_api_fails_at_sign_in_before_importing_the_client(
     monkeypatch.setitem(sys.modules, "airflow_client.client", None)  # importing it would raise
     with pytest.raises(requests.ConnectionError):
         AirflowApi(url, "admin", "admin", timeout=5).set_note("foodtaster_orders", "r", "x")
+
+
+def test_the_first_landing_after_a_self_pause_re_enables_the_dataset_and_says_so(
+    tmp_path, monkeypatch, caplog
+):
+    import logging
+
+    lake = Lake(str(tmp_path))
+    monkeypatch.setenv("FOODTASTER_LAKE", lake.root)
+    inbox = Path(lake.inbox("orders", "2026-11-20"))
+    inbox.mkdir(parents=True)
+    (inbox / "a.jsonl").write_text('{"a": 1}\n')
+    ledger.record_disabled(lake, "orders", "3 held batches in a row")
+    caplog.set_level(logging.INFO, logger="foodtaster")
+    landed = steps.land("orders", "2026-11-20", None, None)
+    assert not ledger.is_disabled(lake, "orders")
+    assert any(r.getMessage().startswith(f"dataset=orders batch={landed['batch_id']} event=re_enabled")
+               for r in caplog.records)
 
 
 @pytest.mark.parametrize(("streak", "after", "pause"), [

@@ -13,6 +13,7 @@ from foodtaster.state.ledger import (
     held_batches,
     held_streak,
     is_disabled,
+    re_enable,
     record_batch,
     record_disabled,
     record_run,
@@ -141,3 +142,16 @@ def test_recording_a_run_says_when_the_self_pause_is_due(lake: Lake) -> None:
     assert (again.held_streak, again.pause_due) == (4, False)  # paused already: not twice
     assert [e["batch_id"] for e in batch_entries(lake, "orders")][-1] == "20261105"
 
+
+def test_re_enabling_a_paused_dataset_is_logged_with_its_batch(
+    lake: Lake, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="foodtaster")
+    assert not re_enable(lake, "orders", "20261106")  # not paused: nothing to say
+    assert "re_enabled" not in caplog.text
+    record_disabled(lake, "orders", "3 held batches in a row")
+    assert re_enable(lake, "orders", "20261106")
+    assert not is_disabled(lake, "orders")
+    [line] = [r.getMessage() for r in caplog.records if "event=re_enabled" in r.getMessage()]
+    assert line.startswith("dataset=orders batch=20261106 event=re_enabled")
+    assert "3 held batches in a row" in line
