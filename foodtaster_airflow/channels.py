@@ -1,5 +1,6 @@
-"""Where an alert goes, and the sending: Airflow's SMTP and Slack providers over Airflow
-connections; the engine (`foodtaster.ops.alerts`) only builds the messages.
+"""Where an alert goes, and the sending, over Airflow connections (the SMTP provider's
+conventions, the Slack provider's hook); the engine (`foodtaster.ops.alerts`) only builds
+the messages.
 
 - email: the dataset's `smtp_conn_id` (default `smtp_default`), to `email_to`, by
   `smtplib` on the SMTP provider's connection conventions (`smtp_client`): extra
