@@ -1,10 +1,13 @@
-"""Where an alert goes, and the sending: Airflow's SMTP and Slack providers over Airflow
-connections; the engine (`foodtaster.ops.alerts`) only builds the messages.
+"""Where an alert goes, and the sending, over Airflow connections (the SMTP provider's
+conventions, the Slack provider's hook); the engine (`foodtaster.ops.alerts`) only builds
+the messages.
 
-- email: the dataset's `smtp_conn_id` (default `smtp_default`), to `email_to`, through
-  the SMTP provider's `SmtpHook`. The provider's connection conventions hold: extra
-  `from_email`; it uses SSL unless `disable_ssl=true` and STARTTLS unless
-  `disable_tls=true` (a local mail catcher wants both), `timeout`, `retry_limit`.
+- email: the dataset's `smtp_conn_id` (default `smtp_default`), to `email_to`, by
+  `smtplib` on the SMTP provider's connection conventions (`smtp_client`): extra
+  `from_email`; SSL unless `disable_ssl=true` and STARTTLS unless `disable_tls=true`
+  (a local mail catcher wants both), `timeout`, `retry_limit`, `ssl_context`. The
+  provider's `SmtpHook` sends only the HTML-only messages it builds itself and keeps
+  its client private; the alert is the engine's own multipart email.
 - Slack: the dataset's `slack_conn_id` (default `slack_default`), an incoming webhook
   through the Slack provider's `SlackWebhookHook`: host `https://hooks.slack.com/services`
   and the token `T000/B000/XXX` as password (or the whole webhook URL as password).
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import smtplib
+import ssl
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,8 +61,8 @@ def get_connection(conn_id: str) -> Any | None:
 
 
 def smtp_settings(conn: Any) -> dict[str, Any]:
-    """What the SMTP provider's hook makes of a connection (its conventions, for logs and
-    error messages): host, port, sender, login, SSL and STARTTLS."""
+    """What the SMTP provider's hook makes of a connection (its conventions, which
+    `smtp_client` follows and logs and errors name): host, port, sender, login, SSL, STARTTLS."""
     extra = conn.extra_dejson or {}
     return {
         "host": conn.host or "localhost",
@@ -80,16 +84,34 @@ def run_url(dag_id: str, run_id: str) -> str:
     return f"{base.rstrip('/')}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
 
 
+def smtp_client(conn: Any) -> smtplib.SMTP:
+    """A client connected to the connection's server and logged in, as the SMTP provider's
+    hook would be: SSL or plain, then STARTTLS, then the login when there is one."""
+    settings = smtp_settings(conn)
+    extra = conn.extra_dejson or {}
+    context = None if extra.get("ssl_context") == "none" else ssl.create_default_context()
+    where: dict[str, Any] = {"host": settings["host"], "timeout": int(extra.get("timeout", 30))}
+    if conn.port:
+        where["port"] = int(conn.port)
+    attempts = int(extra.get("retry_limit", 5)) + 1
+    for attempt in range(1, attempts + 1):
+        try:
+            client = (smtplib.SMTP_SSL(context=context, **where) if settings["ssl"]
+                      else smtplib.SMTP(**where))
+            break
+        except smtplib.SMTPServerDisconnected:
+            if attempt == attempts:
+                raise
+    if settings["starttls"]:
+        client.starttls(context=context)
+        client.ehlo()
+    if conn.login and conn.password:
+        client.login(conn.login, conn.password)
+    return client
+
+
 def send_email(alert: Any, recipients: list[str], conn_id: str = "smtp_default") -> None:
-    """Send the alert's email (text, HTML and its inline chart) through `SmtpHook`.
-
-    The hook connects and logs in as the connection says; the message is the engine's own
-    multipart email (the hook's `send_email_smtp` makes HTML-only messages with files as
-    attachments, so the hook's SMTP client sends it as built).
-    """
-    from airflow.providers.smtp.hooks.smtp import SmtpHook
-    from airflow.sdk.exceptions import AirflowException
-
+    """Send the alert's email (text, HTML and its inline chart) through the connection."""
     from foodtaster.logs import batch_logger
     from foodtaster.ops.alerts import AlertDeliveryError, email_message
 
@@ -100,10 +122,9 @@ def send_email(alert: Any, recipients: list[str], conn_id: str = "smtp_default")
     settings = smtp_settings(conn)
     message = email_message(alert, settings["sender"], recipients)
     try:
-        with SmtpHook(smtp_conn_id=conn_id) as hook:
-            hook._smtp_client.send_message(message, from_addr=settings["sender"],
-                                           to_addrs=recipients)
-    except (smtplib.SMTPException, OSError, AirflowException) as err:
+        with smtp_client(conn) as client:
+            client.send_message(message, from_addr=settings["sender"], to_addrs=recipients)
+    except (smtplib.SMTPException, OSError) as err:
         raise AlertDeliveryError(
             f"{alert.kind} alert for {alert.dataset} batch {alert.batch_id}: "
             f"email via {settings['host']}:{settings['port']} ({conn_id}) failed: {err}"

@@ -1,4 +1,6 @@
-"""The validate task: `spark_jobs/validate_batch.py` through SparkSubmitOperator.
+"""The validate task: `spark_jobs/validate_batch.py` through the Spark provider's
+SparkSubmitHook, on its public API only (constructor, `submit`, `on_kill`, and the two
+members `SparkJobHook` overrides: `get_connection` and `log`).
 
 The Spark job never fails on poison data (a bad message is a quarantined row), so a
 failed submission is infrastructure (a lost executor, a busy cluster, a full disk)
@@ -20,14 +22,16 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import BaseHook
+from airflow.sdk import BaseOperator, Connection
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 
 DEFAULT_MASTER = "local[*]"
+log = logging.getLogger(__name__)
 USAGE_ERROR = 2  # argparse's exit code: the job was called wrongly, retrying will not help
 SPARK_CONF_ENV = "FOODTASTER_SPARK_CONF"  # extra --conf pairs for this deployment: "k=v,k=v"
 PASSED_ENV = ("FOODTASTER_LAKE", "FOODTASTER_REGISTRY", "JAVA_HOME")
@@ -109,42 +113,75 @@ def job_environment() -> dict[str, str]:
     return env
 
 
-class ValidateBatchOperator(SparkSubmitOperator):
-    """SparkSubmitOperator for the validation job of one dataset.
+class SparkJobHook(SparkSubmitHook):
+    """The provider's SparkSubmitHook with two of its public members our own:
 
-    `spark_default` picks the cluster (`local[*]`, `spark://host:7077`, `yarn`,
-    `k8s://https://host:443`); without that connection the job runs on `local[*]`
-    (the provider alone would fall back to yarn).
+    - `get_connection`: a missing connection is `local[*]` (the provider alone would
+      fall back to yarn);
+    - `log`: a `SparkOutputLog`, so each line spark-submit prints goes out at its own level.
     """
 
-    def __init__(self, *, dataset: str, conn_id: str = "spark_default", arguments: list[str] | None = None,
+    @classmethod
+    def get_connection(cls, conn_id: str) -> Connection:
+        try:
+            return super().get_connection(conn_id)
+        except AirflowNotFoundException:
+            log.info("connection %s is not defined: running on %s", conn_id, DEFAULT_MASTER)
+            return Connection(conn_id=conn_id, conn_type="spark", host=DEFAULT_MASTER)
+
+    @cached_property
+    def log(self) -> SparkOutputLog:  # type: ignore[override]
+        return SparkOutputLog(super().log)
+
+
+class ValidateBatchOperator(BaseOperator):
+    """The validation job of one dataset (or, given `arguments`, another job of it) through the
+    provider's SparkSubmitHook: its constructor, `submit` and `on_kill`.
+
+    `spark_default` picks the cluster (`local[*]`, `spark://host:7077`, `yarn`,
+    `k8s://https://host:443`); without that connection the job runs on `local[*]`.
+    """
+
+    template_fields: Sequence[str] = ("application", "conf", "application_args", "env_vars", "name")
+
+    def __init__(self, *, dataset: str, application: str, conn_id: str = "spark_default",
+                 arguments: list[str] | None = None, conf: dict[str, str] | None = None,
+                 env_vars: dict[str, str] | None = None, name: str | None = None,
                  **kwargs: Any) -> None:
         """`arguments`: another job's command line (the redrive's); default the validation job's."""
-        kwargs.setdefault("name", job_name(dataset))
-        super().__init__(conn_id=conn_id, application_args=arguments or job_arguments(dataset), **kwargs)
+        super().__init__(**kwargs)
         self.dataset = dataset
+        self.application = application
+        self.conn_id = conn_id
+        self.application_args = arguments or job_arguments(dataset)
+        self.conf = conf
+        self.env_vars = env_vars
+        self.name = name or job_name(dataset)
+        self.submission: SparkJobHook | None = None  # the spark-submit running now, for on_kill
+
+    def spark_hook(self) -> SparkJobHook:
+        """The hook that submits the job as this operator is set up now."""
+        return SparkJobHook(conf=self.conf, conn_id=self.conn_id, name=self.name,
+                            application_args=self.application_args, env_vars=self.env_vars)
 
     def execute(self, context: Any) -> None:
         env = job_environment()
         self.conf = submit_conf(env["PYSPARK_PYTHON"], os.environ.get(SPARK_CONF_ENV), self.conf)
         self.env_vars = {**env, **(self.env_vars or {})}
+        self.submission = self.spark_hook()
         try:
-            super().execute(context)
+            self.submission.submit(self.application)
         except AirflowException as err:
-            process = getattr(self._hook, "_submit_sp", None)
-            if process is not None and process.returncode == USAGE_ERROR:
+            if submit_exit_code(err) == USAGE_ERROR:
                 raise AirflowFailException(
                     f"the Spark job rejected its arguments (exit code {USAGE_ERROR}); "
                     f"not retrying: {err}"
                 ) from err
             raise
 
-    def _get_hook(self) -> SparkSubmitHook:
-        hook = super()._get_hook()
-        if not _connection_exists(self._conn_id):
-            use_local_master(hook)
-        route_output(hook)
-        return hook
+    def on_kill(self) -> None:
+        if self.submission is not None:
+            self.submission.on_kill()
 
 
 class RetryPassOperator(ValidateBatchOperator):
@@ -171,20 +208,16 @@ class RetryPassOperator(ValidateBatchOperator):
         return None
 
 
-def _connection_exists(conn_id: str) -> bool:
-    try:
-        BaseHook.get_connection(conn_id)
-    except AirflowNotFoundException:
-        return False
-    return True
+# SparkSubmitHook.submit's failure names spark-submit's exit code, its only public trace:
+# "Cannot execute: <command>. Error code is: 2." (tests/unit/test_airflow_glue.py runs a real
+# spark-submit against it, so a provider that words it otherwise fails there, not in a run).
+SUBMIT_EXIT_CODE = re.compile(r"\. Error code is: (-?\d+)\.")
 
 
-def use_local_master(hook: SparkSubmitHook) -> None:
-    """Point a hook whose connection is missing at local[*] instead of yarn."""
-    hook.log.info("connection %s is not defined: running on %s", hook._conn_id, DEFAULT_MASTER)
-    hook._connection["master"] = DEFAULT_MASTER
-    hook._is_yarn = hook._is_yarn_cluster_mode = hook._is_kubernetes = False
-    hook._should_track_driver_status = False
+def submit_exit_code(err: Exception) -> int | None:
+    """spark-submit's exit code in the hook's failure, None when the failure is not its exit."""
+    match = SUBMIT_EXIT_CODE.search(str(err))
+    return int(match.group(1)) if match else None
 
 
 # ------------------------------------------------------------------ output levels
@@ -264,8 +297,3 @@ class SparkOutputLog:
         self._last = routed
         return routed
 
-
-def route_output(hook: SparkSubmitHook) -> None:
-    """Give every line the hook logs from spark-submit the level it carries."""
-    if not isinstance(hook.log, SparkOutputLog):
-        hook._log = SparkOutputLog(hook.log)

@@ -67,27 +67,20 @@ def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dic
     from foodtaster.state import ledger
 
     lake = _lake()
-    if ledger.is_disabled(lake, dataset):
-        # The DAG paused itself after too many held batches; running again means an
-        # operator unpaused it: the dataset is enabled again.
-        ledger.clear_disabled(lake, dataset)
-        log.warning("dataset=%s event=re_enabled the DAG runs again after a self-pause", dataset)
     if batch_id:
         date = landed_date(lake, dataset, check_batch_id(batch_id))
         hour = None
     result = sources.land(_config(dataset), lake, date, batch_id=batch_id, hour=hour)
+    # A dataset that paused itself runs again only when an operator unpaused its DAG.
+    ledger.re_enable(lake, dataset, result.batch_id)
     return {**result.as_dict(), "lake": lake.root, "reprocess": bool(batch_id)}
 
 
 def landed_date(lake: Lake, dataset: str, batch_id: str) -> str:
     """The batch date of a batch that was landed before (its raw partition's folder)."""
-    import fsspec
+    from foodtaster.state.browse import partitions
 
-    fs, path = fsspec.core.url_to_fs(f"{lake.root.rstrip('/')}/raw/{dataset}")
-    landed = []  # (batch date, batch id) of every raw partition
-    for match in fs.glob(f"{path}/batch_date=*/batch_id=*") if fs.exists(path) else []:
-        *_, day, landed_id = match.rstrip("/").split("/")
-        landed.append((day.removeprefix("batch_date="), landed_id.removeprefix("batch_id=")))
+    landed = [(raw.batch_date, raw.batch_id) for raw in partitions(lake, "raw", dataset)]
     dates = sorted({day for day, landed_id in landed if landed_id == batch_id})
     if not dates:
         raise PipelineError(
@@ -221,27 +214,14 @@ def publish(dataset: str, decision: dict[str, Any], outlet_event: Any) -> dict[s
 
 
 def publish_judged(lake: Lake, dataset: str, decision: dict[str, Any]) -> str:
-    """Publish the run the gate judged, under the batch's lease, then say so in its summary
-    (the last thing written). Refused if another run's rows were staged since."""
-    from foodtaster.state.lake import read_json, run_id_from, write_json
-    from foodtaster.state.lease import batch_lease
-    from foodtaster.state.publish import publish_batch
+    """Publish the run the gate judged (`foodtaster.state.publish.publish_judged`)."""
+    from foodtaster.state import publish as publishing
 
-    batch_id, run_id = decision["batch_id"], decision.get("run_id")
-    holder = run_id_from(f"publish-{run_id or 'run'}")
-    with batch_lease(lake, dataset, batch_id, holder):
-        summary = read_json(decision["summary_path"])
-        if summary.get("run_id") != run_id:
-            raise PipelineError(
-                f"{dataset} batch {batch_id}: the gate judged run {run_id} but run "
-                f"{summary.get('run_id')} is staged now; not publishing rows nobody judged"
-            )
-        path = publish_batch(lake, dataset, decision["batch_date"], batch_id)
-        write_json(decision["summary_path"], {
-            **summary, "published": True,
-            "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        })
-    return path
+    try:
+        return publishing.publish_judged(lake, dataset, decision["batch_date"], decision["batch_id"],
+                                         decision.get("run_id"), decision["summary_path"])
+    except publishing.UnjudgedRunError as err:
+        raise PipelineError(str(err)) from err
 
 
 # ------------------------------------------------------------------------ alert
@@ -325,20 +305,14 @@ def ledger(
 
     lake = Lake(landed["lake"])
     config = _config(dataset)
-    entry = ledger_entry(landed, decision, published, alerted, dag_id, run_id)
-    batch_ledger.record_batch(lake, dataset, entry)
+    entry = batch_ledger.ledger_entry(landed, decision, published, alerted, dag_id, run_id)
+    recorded = batch_ledger.record_run(lake, dataset, entry, config.disable_after)
     log.info("dataset=%s batch=%s event=recorded verdict=%s", dataset, entry["batch_id"],
              entry["verdict"])
-    result = {"entry": entry, "held_streak": 0, "disabled": None,
+    result = {"entry": entry, "held_streak": recorded.held_streak, "disabled": None,
               "note": note_run(dataset, entry["batch_id"], dag_id, run_id, run_note(entry))}
-    if entry["verdict"] != "held":
-        return result
-    streak = batch_ledger.held_streak(lake, dataset)
-    result["held_streak"] = streak
-    if should_disable(streak, config.disable_after) and not batch_ledger.is_disabled(
-        lake, dataset
-    ):
-        result["disabled"] = disable(dataset, dag_id, streak, config, lake)
+    if recorded.pause_due:
+        result["disabled"] = disable(dataset, dag_id, recorded.held_streak, config, lake)
     return result
 
 
@@ -383,62 +357,6 @@ def note_run(dataset: str, batch_id: str, dag_id: str, run_id: str, note: str,
     return True
 
 
-def should_disable(streak: int, disable_after: int) -> bool:
-    """Every `disable_after` held batches in a row: once unpaused by an operator, a feed
-    that stays poisoned gets that many more held batches before the next pause."""
-    return streak > 0 and streak % disable_after == 0
-
-
-def ledger_entry(
-    landed: dict[str, Any],
-    decision: dict[str, Any] | None,
-    published: dict[str, Any] | None,
-    alerted: dict[str, Any] | None,
-    dag_id: str,
-    run_id: str,
-) -> dict[str, Any]:
-    """The ledger's record of a run: verdict `published`, `held` or `empty`."""
-    entry: dict[str, Any] = {
-        "batch_id": landed["batch_id"],
-        "batch_date": landed["batch_date"],
-        "landed_messages": landed["messages"],
-        "files": len(landed["files"]),
-        "unreadable_files": len(landed["unreadable"]),
-        "refused": landed.get("refused", []),  # inbox entries never read: symlinks
-        "reprocess": landed.get("reprocess", False),
-        "superseded": landed.get("superseded"),  # a corrected delivery replaced the landed one
-        "dag_id": dag_id,
-        "run_id": run_id,
-    }
-    if decision is None:
-        entry.update({
-            "messages": 0, "valid": 0, "quarantined": 0, "duplicates_dropped": 0,
-            "quarantine_rate": 0.0, "verdict": "empty", "severity": "ok",
-            "why": ["no new files in the inbox"], "timings": {},
-        })
-        return entry
-    verdict = decision["verdict"]
-    entry.update(decision["counts"])
-    entry.update({
-        "verdict": "published" if published else "held",
-        "severity": verdict["severity"],
-        "why": verdict["why"],
-        "top_reasons": decision["top_reasons"],
-        "alerted": bool(alerted),
-        "alert_file": (alerted or {}).get("file"),
-        "summary": decision["summary_path"],
-        "timings": _summary_timings(decision) or {},
-    })
-    return entry
-
-
-def _summary_timings(decision: dict[str, Any]) -> dict[str, Any] | None:
-    from foodtaster.state.lake import exists, read_json
-
-    uri = decision.get("summary_path")
-    return read_json(uri).get("timings") if uri and exists(uri) else None
-
-
 def disable(dataset: str, dag_id: str, streak: int, config: DatasetConfig,
             lake: Lake) -> dict[str, Any]:
     """Pause the DAG through the REST API, mark the dataset disabled, send the alert.
@@ -462,8 +380,7 @@ def disable(dataset: str, dag_id: str, streak: int, config: DatasetConfig,
             log.warning("dataset=%s event=dag_paused dag=%s %s", dataset, dag_id, reason)
         except Exception as err:  # noqa: BLE001 - reported below, after the alert went out
             pause_error = f"pausing {dag_id} failed: {err}"
-    held = [e for e in batch_ledger.batch_entries(lake, dataset) if e["verdict"] != "empty"]
-    message = alerts.build_disabled_alert(dataset, held[-streak:], config)
+    message = alerts.build_disabled_alert(dataset, batch_ledger.held_batches(lake, dataset), config)
     delivery = channels.deliver(message, config, lake).as_dict()
     if pause_error:
         raise PipelineError(pause_error + f" (the dataset-disabled alert went to {delivery})")

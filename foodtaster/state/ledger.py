@@ -9,11 +9,13 @@ record, and a rerun of a batch replaces its own record only.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import fsspec
 
+from foodtaster.logs import batch_logger
 from foodtaster.state.lake import Lake, check_batch_id, check_date, exists, read_json, write_json
 
 VERDICTS = ("published", "held", "empty")
@@ -90,19 +92,90 @@ def batch_entries(lake: Lake, dataset: str) -> list[dict[str, Any]]:
 
 
 def held_streak(lake: Lake, dataset: str) -> int:
-    """How many of the most recent non-empty batches in a row were held.
+    """How many of the most recent non-empty batches in a row were held."""
+    return len(held_batches(lake, dataset))
+
+
+def held_batches(lake: Lake, dataset: str) -> list[dict[str, Any]]:
+    """The records of the held streak: the most recent non-empty batches in a row that were
+    held, oldest first.
 
     Empty batches neither extend nor break the streak: an idle day says nothing
     about whether the feed is still poisoned.
     """
-    streak = 0
+    held: list[dict[str, Any]] = []
     for entry in reversed(batch_entries(lake, dataset)):
         if entry["verdict"] == "empty":
             continue
         if entry["verdict"] != "held":
             break
-        streak += 1
-    return streak
+        held.append(entry)
+    return held[::-1]
+
+
+def should_disable(streak: int, disable_after: int) -> bool:
+    """Every `disable_after` held batches in a row: once unpaused by an operator, a feed
+    that stays poisoned gets that many more held batches before the next pause."""
+    return streak > 0 and streak % disable_after == 0
+
+
+@dataclass(frozen=True)
+class Recorded:
+    held_streak: int  # 0 unless the batch was held
+    pause_due: bool  # the dataset must pause itself now
+
+
+def record_run(lake: Lake, dataset: str, entry: dict[str, Any], disable_after: int) -> Recorded:
+    """Record a run's batch and say whether the self-pause is due: a held batch that makes
+    the streak a multiple of `disable_after`, unless the dataset is paused already."""
+    record_batch(lake, dataset, entry)
+    if entry["verdict"] != "held":
+        return Recorded(held_streak=0, pause_due=False)
+    streak = held_streak(lake, dataset)
+    return Recorded(streak, should_disable(streak, disable_after) and not is_disabled(lake, dataset))
+
+
+def ledger_entry(landed: dict[str, Any], decision: dict[str, Any] | None,
+                 published: dict[str, Any] | None, alerted: dict[str, Any] | None,
+                 dag_id: str, run_id: str) -> dict[str, Any]:
+    """The ledger's record of a pipeline run, from what its tasks passed on (the landing, the
+    gate's decision, the publish and alert results): verdict `published`, `held` or `empty`."""
+    entry: dict[str, Any] = {
+        "batch_id": landed["batch_id"],
+        "batch_date": landed["batch_date"],
+        "landed_messages": landed["messages"],
+        "files": len(landed["files"]),
+        "unreadable_files": len(landed["unreadable"]),
+        "refused": landed.get("refused", []),  # inbox entries never read: symlinks
+        "reprocess": landed.get("reprocess", False),
+        "superseded": landed.get("superseded"),  # a corrected delivery replaced the landed one
+        "dag_id": dag_id,
+        "run_id": run_id,
+    }
+    if decision is None:
+        entry.update({
+            "messages": 0, "valid": 0, "quarantined": 0, "duplicates_dropped": 0,
+            "quarantine_rate": 0.0, "verdict": "empty", "severity": "ok",
+            "why": ["no new files in the inbox"], "timings": {},
+        })
+        return entry
+    verdict = decision["verdict"]
+    entry.update(decision["counts"])
+    entry.update({
+        "verdict": "published" if published else "held",
+        "severity": verdict["severity"],
+        "why": verdict["why"],
+        "top_reasons": decision["top_reasons"],
+        "alerted": bool(alerted),
+        "alert_file": (alerted or {}).get("file"),
+        "summary": decision["summary_path"],
+        "timings": _summary_timings(decision.get("summary_path")) or {},
+    })
+    return entry
+
+
+def _summary_timings(uri: str | None) -> dict[str, Any] | None:
+    return read_json(uri).get("timings") if uri and exists(uri) else None
 
 
 def record_disabled(lake: Lake, dataset: str, reason: str) -> None:
@@ -118,6 +191,22 @@ def clear_disabled(lake: Lake, dataset: str) -> None:
     fs, path = fsspec.core.url_to_fs(_disabled_uri(lake, dataset))
     if fs.exists(path):
         fs.rm(path)
+
+
+def re_enable(lake: Lake, dataset: str, batch_id: str) -> bool:
+    """End the dataset's self-pause, if it paused itself: its DAG runs again, so an operator
+    unpaused it. Logged with the batch the first run after the pause landed, and the pause's
+    reason. False when the dataset was not paused."""
+    uri = _disabled_uri(lake, dataset)
+    if not exists(uri):
+        return False
+    pause = read_json(uri)
+    clear_disabled(lake, dataset)
+    batch_logger(__name__, dataset, batch_id).warning(
+        "event=re_enabled the DAG runs again after its self-pause of %s (%s)",
+        pause.get("disabled_at"), pause.get("reason"),
+    )
+    return True
 
 
 def is_disabled(lake: Lake, dataset: str) -> bool:

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from foodtaster.logs import batch_logger
 from foodtaster.state.lake import (
     Lake,
     exists,
     fault_point,
+    read_json,
     remove_dir,
     remove_empty_parents,
+    run_id_from,
     swap_in,
+    write_json,
 )
+from foodtaster.state.lease import batch_lease
+
+
+class UnjudgedRunError(RuntimeError):
+    """The rows staged now are not the run the gate judged: another run staged its own since."""
 
 
 def publish_batch(lake: Lake, dataset: str, batch_date: str, batch_id: str) -> str:
@@ -30,3 +40,24 @@ def publish_batch(lake: Lake, dataset: str, batch_date: str, batch_id: str) -> s
     remove_empty_parents(staged, levels=2)
     batch_logger(__name__, dataset, batch_id).event("published", path=target)
     return target
+
+
+def publish_judged(lake: Lake, dataset: str, batch_date: str, batch_id: str, run_id: str | None,
+                   summary_uri: str) -> str:
+    """Publish the run `run_id` the gate judged, under the batch's lease, then say so in its
+    summary (the last thing written); returns where the rows now lie. Refused (UnjudgedRunError)
+    if another run's rows were staged since."""
+    holder = run_id_from(f"publish-{run_id or 'run'}")
+    with batch_lease(lake, dataset, batch_id, holder):
+        summary = read_json(summary_uri)
+        if summary.get("run_id") != run_id:
+            raise UnjudgedRunError(
+                f"{dataset} batch {batch_id}: the gate judged run {run_id} but run "
+                f"{summary.get('run_id')} is staged now; not publishing rows nobody judged"
+            )
+        path = publish_batch(lake, dataset, batch_date, batch_id)
+        write_json(summary_uri, {
+            **summary, "published": True,
+            "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        })
+    return path

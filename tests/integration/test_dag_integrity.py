@@ -60,7 +60,7 @@ PARSE_SCRIPT = textwrap.dedent("""
         if task is None:
             return None
         return {"retries": task.retries, "backoff": bool(task.retry_exponential_backoff),
-                "conn_id": task._conn_id, "application": task.application,
+                "conn_id": task.conn_id, "application": task.application,
                 "arguments": list(task.application_args or [])}
 
     print(json.dumps({

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -19,7 +20,12 @@ from foodtaster.state.lake import Lake, write_json
 from foodtaster_airflow import channels, steps
 from foodtaster_airflow.localenv import VENV_BIN
 from foodtaster_airflow.rest import AirflowApi
-from foodtaster_airflow.spark_submit import ValidateBatchOperator, job_environment, parse_conf
+from foodtaster_airflow.spark_submit import (
+    ValidateBatchOperator,
+    job_environment,
+    parse_conf,
+    submit_exit_code,
+)
 
 
 def conn(**fields):
@@ -170,7 +176,7 @@ def test_ledger_entries_are_accepted_by_the_ledger(tmp_path, outcome):
     write_json(lake.summary("orders", "20261120"), summary())
     decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
     published = {"valid": 90} if outcome == "published" else None
-    entry = steps.ledger_entry(landed(lake), decision, published, None, "dag", "run")
+    entry = ledger.ledger_entry(landed(lake), decision, published, None, "dag", "run")
     ledger.record_batch(lake, "orders", entry)
     (recorded,) = ledger.batch_entries(lake, "orders")
     assert recorded["verdict"] == outcome
@@ -185,7 +191,7 @@ def test_the_run_note_leads_with_the_verdict_and_names_the_batch_and_its_inbox_d
         decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
         published = {"valid": 90} if outcome == "published" else None
         notes[outcome] = steps.run_note(
-            steps.ledger_entry(landed(lake), decision, published, None, "dag", "run"))
+            ledger.ledger_entry(landed(lake), decision, published, None, "dag", "run"))
     assert notes["published"] == (
         "published: batch 20261120, inbox date 2026-11-20: 90 valid, 9 quarantined of 100 (9.00%)")
     assert notes["empty"] == "empty: batch 20261120, inbox date 2026-11-20: no new files in the inbox"
@@ -268,11 +274,29 @@ def test_a_run_note_without_an_api_fails_at_sign_in_before_importing_the_client(
         AirflowApi(url, "admin", "admin", timeout=5).set_note("foodtaster_orders", "r", "x")
 
 
+def test_the_first_landing_after_a_self_pause_re_enables_the_dataset_and_says_so(
+    tmp_path, monkeypatch, caplog
+):
+    import logging
+
+    lake = Lake(str(tmp_path))
+    monkeypatch.setenv("FOODTASTER_LAKE", lake.root)
+    inbox = Path(lake.inbox("orders", "2026-11-20"))
+    inbox.mkdir(parents=True)
+    (inbox / "a.jsonl").write_text('{"a": 1}\n')
+    ledger.record_disabled(lake, "orders", "3 held batches in a row")
+    caplog.set_level(logging.INFO, logger="foodtaster")
+    landed = steps.land("orders", "2026-11-20", None, None)
+    assert not ledger.is_disabled(lake, "orders")
+    assert any(r.getMessage().startswith(f"dataset=orders batch={landed['batch_id']} event=re_enabled")
+               for r in caplog.records)
+
+
 @pytest.mark.parametrize(("streak", "after", "pause"), [
     (0, 5, False), (4, 5, False), (5, 5, True), (6, 5, False), (10, 5, True), (2, 2, True),
 ])
 def test_the_dag_pauses_every_disable_after_held_batches_in_a_row(streak, after, pause):
-    assert steps.should_disable(streak, after) is pause
+    assert ledger.should_disable(streak, after) is pause
 
 
 # --------------------------------------------------------------- connections
@@ -298,6 +322,40 @@ def test_smtp_settings_follow_the_smtp_providers_conventions():
                                       extra_dejson={"disable_ssl": "true"}))
     assert tls["starttls"] and not tls["ssl"]
     assert tls["sender"] == "bot@example.com" and tls["port"] == 25
+
+
+def test_the_smtp_client_follows_the_connection_and_retries_a_dropped_connect(monkeypatch):
+    import smtplib
+
+    opened = []
+
+    class Server:
+        def __init__(self, **where):
+            opened.append(where)
+            if len(opened) < 3:
+                raise smtplib.SMTPServerDisconnected("not yet")
+            self.calls = []
+
+        def starttls(self, context=None):
+            self.calls.append("starttls")
+
+        def ehlo(self):
+            self.calls.append("ehlo")
+
+        def login(self, user, password):
+            self.calls.append(("login", user, password))
+
+    monkeypatch.setattr(smtplib, "SMTP", Server)
+    client = channels.smtp_client(conn(host="mail", port=587, login="bot", password="pw",
+                                       extra_dejson={"disable_ssl": "true", "retry_limit": 2,
+                                                     "timeout": 7}))
+    assert opened == [{"host": "mail", "port": 587, "timeout": 7}] * 3
+    assert client.calls == ["starttls", "ehlo", ("login", "bot", "pw")]
+    opened.clear()
+    with pytest.raises(smtplib.SMTPServerDisconnected):
+        channels.smtp_client(conn(host="mail", extra_dejson={"disable_ssl": "true",
+                                                             "retry_limit": 1}))
+    assert opened == [{"host": "mail", "timeout": 30}] * 2  # no port: smtplib's default
 
 
 def test_the_api_client_from_a_connection():
@@ -385,7 +443,7 @@ def test_spark_default_picks_the_master_and_local_is_the_default(monkeypatch, co
     else:
         monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", connection)
     operator = ValidateBatchOperator(task_id="validate", application="job.py", dataset="orders")
-    command = operator._get_hook()._build_spark_submit_command("job.py")
+    command = operator.spark_hook()._build_spark_submit_command("job.py")
     assert command[command.index("--master") + 1] == master
     assert command[-1] == "--no-publish"
     assert "--dataset" in command and "orders" in command
@@ -406,3 +464,32 @@ def test_a_usage_error_fails_at_once_and_other_failures_are_retried(
     with pytest.raises(AirflowException) as raised:
         operator.execute({})
     assert isinstance(raised.value, AirflowFailException) is not retried
+
+
+def test_a_missing_spark_connection_is_local_and_says_so(monkeypatch, caplog):
+    import logging
+
+    monkeypatch.delenv("AIRFLOW_CONN_SPARK_DEFAULT", raising=False)
+    caplog.set_level(logging.INFO, logger="foodtaster_airflow")
+    operator = ValidateBatchOperator(task_id="validate", application="job.py", dataset="orders")
+    connection = operator.spark_hook().get_connection("spark_default")
+    assert (connection.conn_type, connection.host) == ("spark", "local[*]")
+    assert "connection spark_default is not defined: running on local[*]" in caplog.text
+
+
+def test_the_exit_code_is_read_from_the_submit_failure():
+    from airflow.sdk.exceptions import AirflowException
+
+    failed = AirflowException("Cannot execute: spark-submit --master local[1] app.py --why "
+                              "'Error code is: 9.'. Error code is: 2.\nLast spark-submit output:\nx")
+    assert submit_exit_code(failed) == 2
+    assert submit_exit_code(AirflowException("No driver id is known")) is None
+
+
+def test_killing_the_task_kills_the_submission_in_flight():
+    operator = ValidateBatchOperator(task_id="validate", application="job.py", dataset="orders")
+    operator.on_kill()  # nothing submitted yet: nothing to kill
+    killed = []
+    operator.submission = SimpleNamespace(on_kill=lambda: killed.append(True))
+    operator.on_kill()
+    assert killed == [True]

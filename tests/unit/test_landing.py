@@ -344,7 +344,7 @@ def test_symlinks_under_the_inbox_are_refused_and_never_followed(
                                "reason": landing.SYMLINK}]
     assert any("event=file_refused" in r.getMessage() and "linked.jsonl" in r.getMessage()
                for r in caplog.records)
-    from foodtaster_airflow.steps import ledger_entry
+    from foodtaster.state.ledger import ledger_entry
 
     entry = ledger_entry(result.as_dict(), None, None, None, "foodtaster_orders", "run")
     assert entry["refused"] == result.refused  # the ledger says what was never read

@@ -10,10 +10,13 @@ from foodtaster.state.lake import Lake
 from foodtaster.state.ledger import (
     batch_entries,
     clear_disabled,
+    held_batches,
     held_streak,
     is_disabled,
+    re_enable,
     record_batch,
     record_disabled,
+    record_run,
 )
 
 
@@ -121,3 +124,34 @@ def test_disabled_flag(lake: Lake) -> None:
     assert held_streak(lake, "orders") == 0  # the flag is not a batch
     clear_disabled(lake, "orders")
     assert not is_disabled(lake, "orders")
+
+
+def test_the_held_batches_are_the_streak_oldest_first(lake: Lake) -> None:
+    record_days(lake, ["held", "published", "held", "empty", "held"])
+    assert [e["batch_id"] for e in held_batches(lake, "orders")] == ["20261103", "20261105"]
+    assert held_streak(lake, "orders") == 2
+
+
+def test_recording_a_run_says_when_the_self_pause_is_due(lake: Lake) -> None:
+    recorded = [record_run(lake, "orders", entry(f"202611{day:02d}", verdict, f"2026-11-{day:02d}"), 2)
+                for day, verdict in enumerate(["published", "held", "held", "held"], 1)]
+    assert [(r.held_streak, r.pause_due) for r in recorded] == [(0, False), (1, False), (2, True),
+                                                                 (3, False)]
+    record_disabled(lake, "orders", "2 held batches in a row")
+    again = record_run(lake, "orders", entry("20261105", "held", "2026-11-05"), 2)
+    assert (again.held_streak, again.pause_due) == (4, False)  # paused already: not twice
+    assert [e["batch_id"] for e in batch_entries(lake, "orders")][-1] == "20261105"
+
+
+def test_re_enabling_a_paused_dataset_is_logged_with_its_batch(
+    lake: Lake, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="foodtaster")
+    assert not re_enable(lake, "orders", "20261106")  # not paused: nothing to say
+    assert "re_enabled" not in caplog.text
+    record_disabled(lake, "orders", "3 held batches in a row")
+    assert re_enable(lake, "orders", "20261106")
+    assert not is_disabled(lake, "orders")
+    [line] = [r.getMessage() for r in caplog.records if "event=re_enabled" in r.getMessage()]
+    assert line.startswith("dataset=orders batch=20261106 event=re_enabled")
+    assert "3 held batches in a row" in line

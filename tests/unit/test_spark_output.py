@@ -55,7 +55,7 @@ EXPECTED = [  # (logger, level, line start) for every line, in order
 def hook(monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type": "spark", "host": "local[1]"}')
     return ValidateBatchOperator(task_id="validate", application="job.py",
-                                 dataset="orders")._get_hook()
+                                 dataset="orders").spark_hook()
 
 
 def test_each_output_line_is_logged_at_its_own_level(hook, caplog):

@@ -78,7 +78,7 @@ def test_a_marker_without_why_is_refused(held):
 
 
 def test_the_ledger_entry_of_the_rerun_names_the_replaced_delivery(held):
-    from foodtaster_airflow.steps import ledger_entry
+    from foodtaster.state.ledger import ledger_entry
 
     lake, _ = held
     _put(lake, "corrected.jsonl", b'{"a": 1}\n')
