@@ -11,7 +11,7 @@ Per run (one data interval, the inbox folder `dt=<date>` of its start):
 - has_messages ends an empty landing there: nothing downstream but the ledger;
 - validate is the Spark job (`spark_default`), retried with backoff: it fails only
   on infrastructure, never on poison data;
-- gate reads the batch summary and applies `foodtaster.ops.policy.decide`;
+- gate reads the batch summary and passes on its verdict (`foodtaster.policy.decide`, run once by the job);
 - publish makes the staged valid rows visible and emits the dataset's Asset event;
 - alert runs only when the verdict says so; ledger records the batch and pauses the
   DAG after `disable_after` held batches in a row;

@@ -17,6 +17,7 @@ from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow import channels
 
 if TYPE_CHECKING:
+    from foodtaster.summary import BatchSummary
     from foodtaster_airflow.rest import AirflowApi
 
 log = logging.getLogger(__name__)
@@ -131,55 +132,47 @@ def has_messages(landed: dict[str, Any]) -> bool:
 
 
 def gate(dataset: str, landed: dict[str, Any]) -> dict[str, Any]:
-    """Read the batch summary and decide: publish or hold, alert or not."""
-    from foodtaster.ops.policy import decide
+    """Read the batch summary and pass on its verdict (decided once, by the job: publish or
+    hold, alert or not) with what the later tasks need."""
     from foodtaster.state.lake import exists, read_json
+    from foodtaster.summary import BatchSummary
 
     lake = Lake(landed["lake"])
-    config = _config(dataset)
     batch_id = landed["batch_id"]
     uri = lake.summary(dataset, batch_id)
     if not exists(uri):
         raise PipelineError(f"the validation job wrote no summary at {uri}")
-    summary = read_json(uri)
-    verdict = decide(summary, config).as_dict()
-    accounted = summary["valid"] + summary["quarantined"] + summary.get("duplicates_dropped", 0)
-    if accounted != summary["messages"]:
-        # Nothing is lost: counts that do not add up never reach consumers.
-        verdict = {
-            "publish": False, "alert": True, "severity": "critical",
-            "why": [*verdict["why"], f"counts do not add up: {summary['messages']} messages, "
-                    f"{accounted} valid + quarantined + dropped"],
-        }
+    summary = BatchSummary.from_json(read_json(uri))
+    verdict = summary.verdict
     decision = {
         "dataset": dataset,
         "batch_id": batch_id,
         "batch_date": landed["batch_date"],
         "lake": lake.root,
-        "verdict": {**verdict, "why": list(verdict["why"])},
+        "verdict": verdict.as_dict(),
         "counts": _counts(summary),
-        "top_reasons": top_reasons(summary.get("reasons") or {}),
-        "gate_failed": [f.get("expectation") for f in summary.get("gate", {}).get("failed", [])],
-        "run_id": summary.get("run_id"),  # the run whose staged rows were judged
-        "paths": summary.get("paths") or {},
+        "top_reasons": top_reasons(summary.reasons),
+        "gate_failed": summary.gate.failed_expectations,
+        "run_id": summary.run_id,  # the run whose staged rows were judged
+        "paths": summary.paths,
         "summary_path": uri,
     }
     log.info(
         "dataset=%s batch=%s event=gate publish=%s alert=%s severity=%s rate=%.4f why=%s",
-        dataset, batch_id, verdict["publish"], verdict["alert"], verdict["severity"],
-        decision["counts"]["quarantine_rate"], "; ".join(verdict["why"]) or "-",
+        dataset, batch_id, verdict.publish, verdict.alert, verdict.severity,
+        summary.quarantine_rate, "; ".join(verdict.why) or "-",
     )
     return decision
 
 
-def _counts(summary: dict[str, Any]) -> dict[str, Any]:
+def _counts(summary: BatchSummary) -> dict[str, Any]:
     return {
-        "messages": summary["messages"],
-        "valid": summary["valid"],
-        "quarantined": summary["quarantined"],
-        "duplicates_dropped": summary.get("duplicates_dropped", 0),
-        "listed": summary.get("listed", 0),
-        "quarantine_rate": summary["quarantine_rate"],
+        "messages": summary.messages,
+        "valid": summary.valid,
+        "quarantined": summary.quarantined,
+        "duplicates_dropped": summary.duplicates_dropped,
+        "listed": summary.listed,
+        "quarantine_rate": summary.quarantine_rate,
     }
 
 
@@ -232,7 +225,7 @@ def alert(dataset: str, decision: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk.exceptions import AirflowSkipException
 
     from foodtaster.ops import alerts
-    from foodtaster.ops.policy import Verdict
+    from foodtaster.policy import Verdict
     from foodtaster.state.lake import read_json
 
     verdict = decision["verdict"]
@@ -389,10 +382,10 @@ def disable(dataset: str, dag_id: str, streak: int, config: DatasetConfig,
 
 def retry_work(dataset: str, lake_uri: str) -> str | None:
     """Why the retry pass of `dataset` must run now, or None: then the retry task starts no
-    Spark (foodtaster.state.retry_due reads the lake with pyarrow) and imports no engine module.
+    Spark (foodtaster.state.retries reads the lake with pyarrow) and imports no engine module.
     (pandera itself imports pyspark.pandas when pyspark is installed: that import stays.)"""
     from foodtaster.contract_references import read_references, retryable
-    from foodtaster.state.retry_due import retry_work as due_work
+    from foodtaster.state.retries import retry_work as due_work
 
     config = _config(dataset)
     policies = retryable(read_references(config.load_contract()))

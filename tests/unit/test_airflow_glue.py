@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +16,8 @@ import pytest
 from conftest import PROJECT_ROOT
 from lake_support import reason, write_batch
 
+from foodtaster.policy import Facts, decide
+from foodtaster.registry import get_dataset
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json
 from foodtaster_airflow import channels, steps
@@ -115,9 +118,13 @@ def summary(**overrides):
         "messages": 100, "valid": 90, "quarantined": 9, "duplicates_dropped": 1,
         "quarantine_rate": 0.09, "reasons": {"a.rule": 2, "b.rule": 7, "c.rule": 2},
         "samples": [], "gate": {"passed": True, "failed": []}, "paths": {"quarantine": "q"},
-        "timings": {"total_s": 1.0},
+        "timings": {"total_s": 1.0}, "run_id": "run",
     }
-    return {**base, **overrides}
+    document = {**base, **overrides}
+    # as the job writes it: with the verdict decided from the same counts
+    facts = replace(Facts.of_summary(document), accounted=document["valid"] + document["quarantined"]
+                    + document["duplicates_dropped"])
+    return {**document, "verdict": decide(facts, get_dataset("orders")).as_dict()}
 
 
 def landed(lake: Lake) -> dict:
@@ -126,7 +133,7 @@ def landed(lake: Lake) -> dict:
             "empty": False}
 
 
-def test_gate_reads_the_summary_and_applies_the_policy(tmp_path):
+def test_gate_reads_the_summary_and_passes_on_its_verdict(tmp_path):
     lake = Lake(str(tmp_path))
     write_json(lake.summary("orders", "20261120"), summary())
     decision = steps.gate("orders", landed(lake))
