@@ -1,10 +1,8 @@
 """Operator alerts: what a person needs to act on a poisoned batch, by email, Slack or a file.
 
 An alert is built once as a small document (paragraphs, facts, lists, tables,
-sample messages) and rendered three ways: plain text, HTML and Slack mrkdwn,
-so the channels always carry the same facts. Every value that came from a
-message is escaped for its channel: a `<script>` in a poison message is the
-kind of thing quarantine exists for, and it must not run in a mail client.
+sample messages: `foodtaster.ops.alert_render`'s blocks) and rendered three ways
+there: plain text, HTML and Slack mrkdwn, so the channels always carry the same facts.
 
 This module only BUILDS: the alert, its email (`email_message`: text and HTML,
 the trend chart inline as a `cid:` image) and its Slack Block Kit payload. Sending
@@ -14,8 +12,6 @@ hooks over Airflow connections), so nothing here imports Airflow.
 
 from __future__ import annotations
 
-import html
-import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -24,6 +20,23 @@ from email.utils import formatdate, make_msgid
 from typing import TYPE_CHECKING, Any
 
 from foodtaster.logs import batch_logger
+from foodtaster.ops.alert_render import (
+    Block,
+    Commands,
+    FactRows,
+    Image,
+    Items,
+    Link,
+    Para,
+    Sample,
+    Table,
+    cut,
+    fit_section,
+    render_html,
+    render_slack,
+    render_text,
+    slack_escape,
+)
 from foodtaster.ops.trend import write_png
 from foodtaster.policy import Verdict
 from foodtaster.registry import DatasetConfig
@@ -38,10 +51,8 @@ SAMPLE_CHARS = 500  # a sample message is cut to this many characters
 NOTE_CHARS = 200  # a reason or gate failure line is cut to this many characters
 TOP_REASONS = 10  # rows of the top-reasons table
 SLACK_HEADER_CHARS = 150  # Slack's limit for a header block
-SLACK_SECTION_CHARS = 3000  # Slack's limit for a section block's text
 TOP_PRODUCERS = 8  # rows of the producers table
 CHART_CID = "trend"  # the chart's Content-ID: the HTML shows it as <img src="cid:trend">
-CHART_WIDTH = 720  # pixels the HTML gives the chart (the PNG is 900 wide: sharp when scaled)
 PATH_LABELS = {
     "quarantine": "Quarantine partition",
     "report": "Report",
@@ -77,10 +88,10 @@ class Alert:
     def slack_payload(self) -> dict[str, Any]:
         """A Slack incoming-webhook message: `text` for notifications, blocks for the channel."""
         return {
-            "text": _slack_escape(self.subject),
+            "text": slack_escape(self.subject),
             "blocks": [
                 {"type": "header", "text": {
-                    "type": "plain_text", "text": _cut(self.subject, SLACK_HEADER_CHARS),
+                    "type": "plain_text", "text": cut(self.subject, SLACK_HEADER_CHARS),
                 }},
                 *({"type": "section", "text": {"type": "mrkdwn", "text": section}}
                   for section in self.slack_sections),
@@ -88,62 +99,6 @@ class Alert:
         }
 
 
-# The alert document: channel-neutral blocks, rendered by _render_text/_html/_slack.
-
-
-@dataclass(frozen=True)
-class _Para:
-    text: str
-
-
-@dataclass(frozen=True)
-class _Facts:
-    heading: str
-    rows: tuple[tuple[str, str], ...]  # (label, value)
-    code: bool = False  # values are paths or identifiers, shown verbatim
-
-
-@dataclass(frozen=True)
-class _List:
-    heading: str
-    items: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class _Table:
-    heading: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-
-
-@dataclass(frozen=True)
-class _Sample:
-    heading: str
-    notes: tuple[str, ...]
-    raw: str
-
-
-@dataclass(frozen=True)
-class _Image:
-    heading: str
-    cid: str
-    alt: str
-
-
-@dataclass(frozen=True)
-class _Commands:
-    heading: str
-    items: tuple[tuple[str, str], ...]  # (what it is for, the command line)
-
-
-@dataclass(frozen=True)
-class _Link:
-    heading: str
-    label: str
-    url: str
-
-
-_Block = _Para | _Facts | _List | _Table | _Sample | _Image | _Commands | _Link
 
 
 def build_batch_alert(
@@ -172,9 +127,9 @@ def build_batch_alert(
         else "HELD: its valid rows are not published until the batch is rerun and passes"
     )
     gate = summary.get("gate") or {}
-    blocks: list[_Block] = [
-        _Para(f"Batch {batch_id} of dataset {dataset} ({summary['batch_date']}) was {outcome}."),
-        _Facts("Counts", (
+    blocks: list[Block] = [
+        Para(f"Batch {batch_id} of dataset {dataset} ({summary['batch_date']}) was {outcome}."),
+        FactRows("Counts", (
             ("Messages", str(summary["messages"])),
             ("Valid", str(summary["valid"])),
             ("Quarantined", str(summary["quarantined"])),
@@ -186,24 +141,24 @@ def build_batch_alert(
             ("Batch gate", "passed" if gate.get("passed", True) else "FAILED"),
             ("Verdict", f"{status} (severity {verdict.severity})"),
         )),
-        _List("Why", verdict.why or ("no threshold crossed",)),
+        Items("Why", verdict.why or ("no threshold crossed",)),
     ]
     if run_url:
-        blocks.insert(1, _Link("Airflow run", f"{dataset} run in the Airflow UI", run_url))
+        blocks.insert(1, Link("Airflow run", f"{dataset} run in the Airflow UI", run_url))
     if trend is not None:
         blocks.extend(_trend_blocks(trend, chart_png is not None))
     blocks.append(next_steps(summary, verdict))
     reasons = sorted((summary.get("reasons") or {}).items(), key=lambda item: (-item[1], item[0]))
     if reasons:
-        blocks.append(_Table(
+        blocks.append(Table(
             "Top reasons"
             + (f" ({TOP_REASONS} of {len(reasons)})" if len(reasons) > TOP_REASONS else ""),
             ("Reason", "Count"),
             tuple((rule, str(count)) for rule, count in reasons[:TOP_REASONS]),
         ))
     if gate.get("failed"):
-        blocks.append(_List("Failed batch expectations", tuple(
-            _cut(f"{failed.get('expectation')} on {failed.get('column') or 'the batch'}: "
+        blocks.append(Items("Failed batch expectations", tuple(
+            cut(f"{failed.get('expectation')} on {failed.get('column') or 'the batch'}: "
                  f"observed {failed.get('observed')}", NOTE_CHARS)
             for failed in gate["failed"]
         )))
@@ -216,12 +171,12 @@ def build_batch_alert(
     return _alert(dataset, batch_id, "batch", verdict.severity, subject, blocks, images)
 
 
-def _trend_blocks(trend: Trend, with_chart: bool) -> list[_Block]:
+def _trend_blocks(trend: Trend, with_chart: bool) -> list[Block]:
     """The recent rate and its direction, the chart, and who sends the poison."""
     if trend.recent_rate is None:
-        return [_Para(f"Trend: no batch of {trend.dataset} with messages yet.")]
+        return [Para(f"Trend: no batch of {trend.dataset} with messages yet.")]
     shown = min(trend.last, sum(1 for b in trend.batches if b.messages))
-    blocks: list[_Block] = [_Facts("Trend", (
+    blocks: list[Block] = [FactRows("Trend", (
         (f"Last {shown} batches" if shown > 1 else "Last batch",
          f"{trend.recent_rate:.2%} quarantined"),
         ("Direction", "RISING" if trend.rising else "not rising"),
@@ -229,11 +184,11 @@ def _trend_blocks(trend: Trend, with_chart: bool) -> list[_Block]:
                                  f"({trend.batches[0].batch_date} .. {trend.batches[-1].batch_date})"),
     ))]
     if with_chart:
-        blocks.append(_Image("Quarantine rate by batch", CHART_CID,
+        blocks.append(Image("Quarantine rate by batch", CHART_CID,
                              f"quarantine rate of every batch of {trend.dataset}, with alert_rate "
                              "and hold_rate drawn"))
     if trend.producers:
-        blocks.append(_Table(
+        blocks.append(Table(
             "Producers by quarantined messages"
             + (f" ({TOP_PRODUCERS} of {len(trend.producers)})"
                if len(trend.producers) > TOP_PRODUCERS else ""),
@@ -243,7 +198,7 @@ def _trend_blocks(trend: Trend, with_chart: bool) -> list[_Block]:
     return blocks
 
 
-def next_steps(summary: dict[str, Any], verdict: Verdict) -> _Commands:
+def next_steps(summary: dict[str, Any], verdict: Verdict) -> Commands:
     """The commands an operator runs next, filled in for this batch."""
     dataset, batch_id, day = summary["dataset"], summary["batch_id"], summary["batch_date"]
     ds = f"--dataset {shlex.quote(dataset)}"
@@ -262,7 +217,7 @@ def next_steps(summary: dict[str, Any], verdict: Verdict) -> _Commands:
                       f"foodtaster release {ds} --batch {shlex.quote(batch_id)} --why \"...\""))
         steps.append(("see what a redrive of the batch's quarantine would send on",
                       f"foodtaster redrive {ds} --from {day} --to {day} --dry-run"))
-    return _Commands("What to do next", tuple(steps))
+    return Commands("What to do next", tuple(steps))
 
 
 def build_disabled_alert(
@@ -277,22 +232,22 @@ def build_disabled_alert(
         f"[foodtaster] {dataset} disabled: {count} held batches in a row "
         f"(disable_after {config.disable_after}) — DAG {dag_id} paused"
     )
-    blocks: list[_Block] = [
-        _Para(
+    blocks: list[Block] = [
+        Para(
             f"The DAG {dag_id} paused itself after {count} held batches in a row "
             f"(disable_after {config.disable_after}). No batch of {dataset} is processed until "
             "an operator re-enables it. Held batches keep their valid rows unpublished and "
             "their poison messages in quarantine."
         ),
-        _Table("Held batches", ("Batch", "Date", "Messages", "Quarantine rate", "Why"), tuple(
+        Table("Held batches", ("Batch", "Date", "Messages", "Quarantine rate", "Why"), tuple(
             (
                 str(entry["batch_id"]), str(entry["batch_date"]), str(entry.get("messages", "")),
                 f"{float(entry.get('quarantine_rate', 0)):.2%}",
-                _cut("; ".join(entry.get("why") or ()), NOTE_CHARS),
+                cut("; ".join(entry.get("why") or ()), NOTE_CHARS),
             )
             for entry in held_batches
         )),
-        _List("To re-enable", (
+        Items("To re-enable", (
             "find and stop the cause: the held batches' reports and quarantine partitions "
             "show the reasons",
             f"unpause the DAG {dag_id} in the Airflow UI, or run: airflow dags unpause {dag_id}",
@@ -363,18 +318,18 @@ def _second_chance_facts(summary: dict[str, Any]) -> tuple[tuple[str, str], ...]
     return tuple(facts)
 
 
-def _sample_block(sample: dict[str, Any], number: int, shown: int) -> _Sample:
+def _sample_block(sample: dict[str, Any], number: int, shown: int) -> Sample:
     raw = str(sample.get("raw") or "")
     where = str(sample.get("source_file"))
     if sample.get("line_number") is not None:
         where += f" line {sample['line_number']}"
     reasons = sample.get("reasons") or []
-    notes = [_cut(_reason_line(reason), NOTE_CHARS) for reason in reasons[:MAX_SAMPLE_REASONS]]
+    notes = [cut(_reason_line(reason), NOTE_CHARS) for reason in reasons[:MAX_SAMPLE_REASONS]]
     if len(reasons) > MAX_SAMPLE_REASONS:
         notes.append(f"and {len(reasons) - MAX_SAMPLE_REASONS} more reasons")
     if len(raw) > SAMPLE_CHARS:
         notes.append(f"message cut to {SAMPLE_CHARS} of {len(raw)} characters")
-    return _Sample(f"Sample {number} of {shown}: {where}", tuple(notes), _cut(raw, SAMPLE_CHARS))
+    return Sample(f"Sample {number} of {shown}: {where}", tuple(notes), cut(raw, SAMPLE_CHARS))
 
 
 def _reason_line(reason: dict[str, Any]) -> str:
@@ -394,159 +349,21 @@ def _batch_paths(paths: dict[str, str], verdict: Verdict) -> dict[str, str]:
     return {key: value for key, value in paths.items() if key != gone}
 
 
-def _where(paths: dict[str, str]) -> _Facts:
+def _where(paths: dict[str, str]) -> FactRows:
     ordered = [key for key in PATH_LABELS if key in paths] + sorted(set(paths) - set(PATH_LABELS))
-    return _Facts(
+    return FactRows(
         "Where", tuple((PATH_LABELS.get(key, key), str(paths[key])) for key in ordered), code=True
     )
 
 
 def _alert(
-    dataset: str, batch_id: str, kind: str, severity: str, subject: str, blocks: list[_Block],
+    dataset: str, batch_id: str, kind: str, severity: str, subject: str, blocks: list[Block],
     images: tuple[InlineImage, ...] = (),
 ) -> Alert:
     return Alert(
         dataset=dataset, batch_id=batch_id, kind=kind, severity=severity, subject=subject,
-        text=_render_text(subject, blocks), html=_render_html(subject, blocks),
-        slack_sections=tuple(_fit_section(section) for section in map(_render_slack, blocks)
+        text=render_text(subject, blocks), html=render_html(subject, blocks),
+        slack_sections=tuple(fit_section(section) for section in map(render_slack, blocks)
                              if section),
         images=images,
     )
-
-
-def _cut(text: str, limit: int) -> str:
-    """At most `limit` characters; an ellipsis shows where the text was cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _render_text(subject: str, blocks: list[_Block]) -> str:
-    parts = [subject]
-    for block in blocks:
-        match block:
-            case _Para(text):
-                parts.append(text)
-            case _Facts(heading, rows, _):
-                width = max(len(label) for label, _ in rows) + 1 if rows else 0
-                parts.append("\n".join(
-                    [f"{heading}:"] + [f"  {label + ':':<{width}} {value}" for label, value in rows]
-                ))
-            case _List(heading, items):
-                parts.append("\n".join([f"{heading}:"] + [f"  - {item}" for item in items]))
-            case _Table(heading, columns, rows):
-                table = (columns, *rows)
-                widths = [max(map(len, column)) for column in zip(*table, strict=True)]
-                lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
-                         .rstrip() for row in table]
-                parts.append("\n".join([f"{heading}:"] + [f"  {line}" for line in lines]))
-            case _Sample(heading, notes, raw):
-                parts.append("\n".join(
-                    [f"{heading}:"] + [f"  - {note}" for note in notes] + [f"    {raw}"]
-                ))
-            case _Image(heading, _, alt):
-                parts.append(f"{heading}: {alt} (a chart in the HTML version of this alert)")
-            case _Commands(heading, items):
-                parts.append("\n".join([f"{heading}:"] + [
-                    line for why, command in items for line in (f"  - {why}:", f"      {command}")
-                ]))
-            case _Link(heading, _, url):
-                parts.append(f"{heading}: {url}")
-    return "\n\n".join(parts) + "\n"
-
-
-def _render_html(subject: str, blocks: list[_Block]) -> str:
-    esc = html.escape
-    cell = 'style="text-align:left;padding:2px 8px;border-bottom:1px solid #ddd"'
-    body = [f"<h2>{esc(subject)}</h2>"]
-    for block in blocks:
-        match block:
-            case _Para(text):
-                body.append(f"<p>{esc(text)}</p>")
-            case _Facts(heading, rows, code):
-                shown = "<code>{}</code>" if code else "{}"
-                body.append(f"<h3>{esc(heading)}</h3><table>" + "".join(
-                    f"<tr><th {cell}>{esc(label)}</th>"
-                    f"<td {cell}>{shown.format(esc(value))}</td></tr>"
-                    for label, value in rows
-                ) + "</table>")
-            case _List(heading, items):
-                body.append(f"<h3>{esc(heading)}</h3><ul>"
-                            + "".join(f"<li>{esc(item)}</li>" for item in items) + "</ul>")
-            case _Table(heading, columns, rows):
-                header = "".join(f"<th {cell}>{esc(column)}</th>" for column in columns)
-                lines = "".join(
-                    "<tr>" + "".join(f"<td {cell}>{esc(value)}</td>" for value in row) + "</tr>"
-                    for row in rows
-                )
-                body.append(f"<h3>{esc(heading)}</h3><table><tr>{header}</tr>{lines}</table>")
-            case _Sample(heading, notes, raw):
-                body.append(
-                    f"<h3>{esc(heading)}</h3><ul>"
-                    + "".join(f"<li>{esc(note)}</li>" for note in notes)
-                    + "</ul><pre style=\"white-space:pre-wrap;background:#f4f4f4;padding:6px\">"
-                    + f"{esc(raw)}</pre>"
-                )
-            case _Image(heading, cid, alt):
-                body.append(f"<h3>{esc(heading)}</h3><img src=\"cid:{esc(cid)}\" alt=\"{esc(alt)}\" "
-                            f"width=\"{CHART_WIDTH}\" style=\"max-width:100%;height:auto\">")
-            case _Commands(heading, items):
-                body.append(f"<h3>{esc(heading)}</h3><ul>" + "".join(
-                    f"<li>{esc(why)}:<br><code style=\"background:#f4f4f4;padding:2px 4px\">"
-                    f"{esc(command)}</code></li>" for why, command in items
-                ) + "</ul>")
-            case _Link(heading, label, url):
-                body.append(f"<p><strong>{esc(heading)}:</strong> "
-                            f"<a href=\"{esc(url)}\">{esc(label)}</a></p>")
-    return (
-        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-        f"<title>{esc(subject)}</title></head>\n<body style=\"font-family:sans-serif\">\n"
-        + "\n".join(body) + "\n</body></html>\n"
-    )
-
-
-def _slack_escape(text: str) -> str:
-    """Slack mrkdwn control characters: &, <, > become entities (Slack's own rule)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _slack_code(text: str) -> str:
-    """Escaped text that cannot end the code block around it: ``` gets zero-width spaces."""
-    return _slack_escape(text).replace("```", "`\u200b`\u200b`")
-
-
-def _render_slack(block: _Block) -> str:
-    esc = _slack_escape
-    match block:
-        case _Para(text):
-            return esc(text)
-        case _Facts(heading, rows, code):
-            return "\n".join([f"*{esc(heading)}*"] + [
-                f"*{esc(k)}:* " + (f"`{_slack_code(v)}`" if code else esc(v)) for k, v in rows
-            ])
-        case _List(heading, items):
-            return "\n".join([f"*{esc(heading)}*"] + [f"• {esc(item)}" for item in items])
-        case _Table(heading, columns, rows):
-            return "\n".join(
-                [f"*{esc(heading)}* ({esc(' — '.join(columns))})"]
-                + [f"• `{_slack_code(first)}` — {esc(' — '.join(rest))}" for first, *rest in rows]
-            )
-        case _Sample(heading, notes, raw):
-            return "\n".join(
-                [f"*{esc(heading)}*"] + [f"• {esc(note)}" for note in notes]
-                + [f"```{_slack_code(raw)}```"]
-            )
-        case _Image():
-            return ""  # Slack gets the numbers (the trend facts) and the run's link, no image
-        case _Commands(heading, items):
-            return "\n".join([f"*{esc(heading)}*"] + [
-                f"• {esc(why)}: `{_slack_code(command)}`" for why, command in items
-            ])
-        case _Link(heading, label, url):
-            return f"*{esc(heading)}:* <{_slack_escape(url)}|{esc(label)}>"
-
-
-def _fit_section(text: str) -> str:
-    """Cut a mrkdwn section to Slack's limit, leaving no half entity and no open code block."""
-    if len(text) <= SLACK_SECTION_CHARS:
-        return text
-    cut = re.sub(r"&[a-z]*$", "", text[: SLACK_SECTION_CHARS - 5])
-    return cut + ("```" if cut.count("```") % 2 else "") + "…"
