@@ -31,7 +31,7 @@ from typing import Any
 import fsspec
 
 from foodtaster.logs import batch_logger
-from foodtaster.sources import NatsSource
+from foodtaster.registry import NatsSource
 from foodtaster.state.lake import Lake, check_batch_id, check_date, exists, fault_point, read_json, write_json
 from foodtaster.state.landing import MANIFEST, LandingResult, batch_id_for
 
