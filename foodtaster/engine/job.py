@@ -28,6 +28,7 @@ from foodtaster.engine.suspects import Watch, bytes_of_failed_only, cleared, sus
 from foodtaster.logs import batch_logger
 from foodtaster.ops.policy import decide
 from foodtaster.registry import DatasetConfig
+from foodtaster.sources.raw_batch import UNREADABLE_DIR, UNREADABLE_RULE
 from foodtaster.state.lake import (
     Lake,
     exists,
@@ -38,7 +39,6 @@ from foodtaster.state.lake import (
     swap_in,
     write_json,
 )
-from foodtaster.state.landing import UNREADABLE_DIR, UNREADABLE_RULE
 from foodtaster.state.lease import batch_lease
 from foodtaster.state.poison import PoisonList, Seen, fingerprint
 from foodtaster.state.publish import publish_batch

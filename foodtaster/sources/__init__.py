@@ -9,20 +9,19 @@ can land any batch and no message is landed into two batches.
 - `inbox`: producers' JSON-lines files under `inbox/<dataset>/dt=<date>/` (the default).
 - `nats`: a NATS JetStream stream drained through a durable pull consumer.
 
-A source's config (`source:` in pipeline.yaml) is parsed by the registry. A new kind
-(Kafka, say) is a config dataclass in `foodtaster.registry.SOURCE_KINDS` and one module
-here with a `land_batch` that `land` calls; see the README's "Sources" section.
+What both share, the batch id, the manifest and the landing's result, is in `raw_batch`;
+the inbox's line scanner in `lines`. A source's config (`source:` in pipeline.yaml) is
+parsed by the registry. A new kind (Kafka, say) is a config dataclass in
+`foodtaster.registry.SOURCE_KINDS` and one module here with a `land_batch` that `land`
+calls; see the README's "Sources" section.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from foodtaster.registry import DatasetConfig, NatsSource
+from foodtaster.sources import inbox, nats
+from foodtaster.sources.raw_batch import LandingResult
 from foodtaster.state.lake import Lake
-
-if TYPE_CHECKING:
-    from foodtaster.state.landing import LandingResult
 
 
 def land(config: DatasetConfig, lake: Lake, date: str, batch_id: str | None = None,
@@ -31,10 +30,6 @@ def land(config: DatasetConfig, lake: Lake, date: str, batch_id: str | None = No
     the pipeline calls, whatever the kind of source."""
     source = config.source
     if isinstance(source, NatsSource):
-        from foodtaster.sources import nats
-
         return nats.land_batch(source, lake, config.name, date, batch_id=batch_id, hour=hour)
-    from foodtaster.state import landing
-
-    return landing.land_batch(lake, config.name, date, batch_id=batch_id, hour=hour,
-                              limits=landing.Limits.of(config))
+    return inbox.land_batch(lake, config.name, date, batch_id=batch_id, hour=hour,
+                            limits=inbox.Limits.of(config))
