@@ -196,8 +196,7 @@ def _check_same_batch(
             f"batch {previous.batch_id} was landed from {previous.inbox}, not "
             f"{inbox_rel}: rerun it for that date and hour (manifest 'batch_date', 'hour')"
         )
-    landed = {entry.name for entry in (*previous.files, *previous.unreadable)}
-    lost = landed - {claim["name"] for claim in mine}
+    lost = previous.names - {claim["name"] for claim in mine}
     if lost:
         raise LandingError(
             f"batch {previous.batch_id}: the landing bookmark no longer lists {sorted(lost)}, "

@@ -184,6 +184,11 @@ class Manifest:
         return sum(entry.lines for entry in self.files)
 
     @property
+    def names(self) -> set[str]:
+        """Every file the batch holds, readable or not."""
+        return {entry.name for entry in self.files} | {entry.name for entry in self.unreadable}
+
+    @property
     def too_large(self) -> int:
         """The lines the Spark reader skips as too long (each quarantined from the manifest)."""
         return sum(len(entry.too_large) for entry in self.files)
