@@ -123,8 +123,8 @@ def run(args: argparse.Namespace) -> int:
     from foodtaster.engine.spark import build_session
     from foodtaster.logs import configure
     from foodtaster.registry import get_dataset, lake_root
+    from foodtaster.sources.inbox import land_batch
     from foodtaster.state.lake import Lake
-    from foodtaster.state.landing import land_batch
 
     configure()
     config = get_dataset(args.dataset)

@@ -5,13 +5,11 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
-
-from foodtaster.sources import InboxSource, SourceConfig, SourceConfigError, source_from_entry
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REGISTRY = PROJECT_ROOT / "pipeline.yaml"
@@ -30,6 +28,59 @@ def line_read_bytes(max_message_bytes: int) -> int:
 
 class RegistryError(ValueError):
     """pipeline.yaml is missing, malformed, or names something that does not exist."""
+
+
+class SourceConfigError(RegistryError):
+    """A dataset's `source` entry in pipeline.yaml is malformed."""
+
+
+@dataclass(frozen=True)
+class InboxSource:
+    """Files dropped by producers in the lake's inbox folder (`foodtaster.sources.inbox`)."""
+
+    kind: str = "inbox"
+
+
+@dataclass(frozen=True)
+class NatsSource:
+    """A JetStream stream read through a durable pull consumer; its acks are the bookmark
+    (`foodtaster.sources.nats`)."""
+
+    url: str
+    stream: str
+    subject: str  # the consumer's filter subject, e.g. `orders.>`
+    durable: str  # the durable consumer's name: the read position lives in the broker
+    max_messages: int = 1_000_000  # one batch takes at most this many messages
+    max_bytes: int = 1024**3  # ... and at most this many payload bytes
+    ack_wait_seconds: float = 300.0  # a delivered message not acked by then is redelivered
+    connect_timeout_seconds: float = 5.0
+    kind: str = "nats"
+
+
+SourceConfig = InboxSource | NatsSource
+SOURCE_KINDS: dict[str, type[SourceConfig]] = {"inbox": InboxSource, "nats": NatsSource}
+
+
+def source_from_entry(dataset: str, entry: dict[str, Any] | None) -> SourceConfig:
+    """Read a dataset's `source:` mapping (absent: the inbox folder)."""
+    if not entry:
+        return InboxSource()
+    if not isinstance(entry, dict):
+        raise SourceConfigError(f"dataset {dataset!r}: 'source' must be a mapping with a 'kind'")
+    kind = entry.get("kind", "inbox")
+    if kind not in SOURCE_KINDS:
+        raise SourceConfigError(
+            f"dataset {dataset!r}: source kind {kind!r} is not one of {sorted(SOURCE_KINDS)}"
+        )
+    cls = SOURCE_KINDS[kind]
+    known = {f.name for f in fields(cls)}
+    unknown = set(entry) - known
+    if unknown:
+        raise SourceConfigError(f"dataset {dataset!r}: unknown keys {sorted(unknown)} in its {kind} source")
+    try:
+        return cls(**entry)
+    except TypeError as err:
+        raise SourceConfigError(f"dataset {dataset!r}: {kind} source: {err}") from err
 
 
 @dataclass(frozen=True)
@@ -97,10 +148,7 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
         smtp_conn_id=alerts.get("smtp_conn_id", "smtp_default"),
         slack_conn_id=alerts.get("slack_conn_id", "slack_default"),
     )
-    try:
-        merged["source"] = source_from_entry(name, entry.get("source"))
-    except SourceConfigError as err:
-        raise RegistryError(str(err)) from err
+    merged["source"] = source_from_entry(name, entry.get("source"))
     known = set(DatasetConfig.__dataclass_fields__)
     unknown = set(merged) - known
     if unknown:

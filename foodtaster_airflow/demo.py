@@ -138,7 +138,7 @@ def list_resent(lake: Lake, places: list[tuple[str, str, int]]) -> None:
     """Put the resent messages on the poison list as an operator would, by where they were
     quarantined: the `foodtaster poison add` command, printed and run."""
     from foodtaster.ops import cli
-    from foodtaster.state.landing import batch_id_for
+    from foodtaster.sources.raw_batch import batch_id_for
 
     print(f"\nAn operator lists the {len(places)} poison messages of the first day that the producer "
           "resends the next day:")
@@ -152,8 +152,8 @@ def list_resent(lake: Lake, places: list[tuple[str, str, int]]) -> None:
 
 def outcome(lake: Lake, date: str, run: dict[str, Any]) -> list[str]:
     """What an operator wants to know about a run, from the run and the lake."""
+    from foodtaster.sources.raw_batch import batch_id_for
     from foodtaster.state import ledger
-    from foodtaster.state.landing import batch_id_for
 
     batch_id = batch_id_for(date)
     entries = [e for e in ledger.batch_entries(lake, DATASET) if e["batch_id"] == batch_id]

@@ -17,6 +17,7 @@ from pyspark.sql.classic.column import Column as ClassicColumn
 from pyspark.sql.classic.column import _to_java_column, _to_seq
 
 from foodtaster.engine import layers
+from foodtaster.sources.raw_batch import LandedFile
 
 SPLIT_KEYS = ["_source_file", "_split_start"]
 
@@ -132,12 +133,12 @@ def with_line_numbers(rows: DataFrame, splits: Sequence[Row], skipped: DataFrame
     )
 
 
-def skipped_lines(spark: SparkSession, files: list[dict]) -> DataFrame | None:
+def skipped_lines(spark: SparkSession, files: Sequence[LandedFile]) -> DataFrame | None:
     """From the manifest's files: one row a file with lines the reader skips (`_skipped_file`,
     `_read_before`: how many lines are read before each), or None when there are none."""
     rows = [
-        (f["name"], [line["line"] - j for j, line in enumerate(f["too_large"], start=1)])
-        for f in files if f.get("too_large")
+        (f.name, [line.line - j for j, line in enumerate(f.too_large, start=1)])
+        for f in files if f.too_large
     ]
     if not rows:
         return None

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import urllib.parse
 from datetime import UTC, datetime
-from typing import Any
 
 import fsspec
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -18,11 +17,8 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from foodtaster.engine import ingest
 from foodtaster.errors import Failed
 from foodtaster.registry import DatasetConfig
-from foodtaster.rule_ids import FILE_UNREADABLE, LINE_TOO_LARGE
-from foodtaster.state.lake import exists, read_json
-from foodtaster.state.landing import UNREADABLE_DIR
-
-Manifest = dict[str, Any]
+from foodtaster.rule_ids import LINE_TOO_LARGE
+from foodtaster.sources.raw_batch import UNREADABLE_DIR, BrokerSource, Manifest
 
 
 class BatchChanged(Failed):
@@ -30,14 +26,12 @@ class BatchChanged(Failed):
 
 
 def read_manifest(input_path: str) -> Manifest | None:
-    path = input_path.rstrip("/") + "/_manifest.json"
-    return read_json(path) if exists(path) else None
+    return Manifest.read(input_path)
 
 
-def broker(manifest: Manifest | None) -> dict[str, Any] | None:
+def broker(manifest: Manifest | None) -> BrokerSource | None:
     """The broker a batch was landed from (`foodtaster.sources`), or None for files."""
-    source = (manifest or {}).get("source") or {}
-    return source if source.get("kind") == "nats" else None
+    return manifest.source if manifest is not None else None
 
 
 def read_batch(spark: SparkSession, input_path: str, manifest: Manifest | None,
@@ -46,14 +40,14 @@ def read_batch(spark: SparkSession, input_path: str, manifest: Manifest | None,
     or one Parquet row a broker message (its lineage the broker's)."""
     landed_from = broker(manifest)
     if landed_from:
-        return ingest.read_messages(spark, input_path, landed_from["stream"])
+        return ingest.read_messages(spark, input_path, landed_from.stream)
     # without a manifest nobody counted the lines the reader would skip: hold them all
     return ingest.read_lines(spark, input_path, config.line_read_bytes if manifest else None)
 
 
 def skipped_lines(spark: SparkSession, manifest: Manifest | None) -> DataFrame | None:
     """The lines the reader skips (too large to read), as the landing listed them."""
-    return ingest.skipped_lines(spark, (manifest or {}).get("files", []))
+    return ingest.skipped_lines(spark, manifest.files if manifest is not None else ())
 
 
 def numbered_lines(spark: SparkSession, input_path: str, config: DatasetConfig) -> DataFrame:
@@ -68,18 +62,18 @@ def numbered_lines(spark: SparkSession, input_path: str, config: DatasetConfig) 
 
 
 def too_large_lines(manifest: Manifest | None) -> int:
-    return sum(len(f.get("too_large", [])) for f in (manifest or {}).get("files", []))
+    return manifest.too_large if manifest is not None else 0
 
 
 def unreadable_files(manifest: Manifest | None) -> int:
-    return len((manifest or {}).get("unreadable", []))
+    return len(manifest.unreadable) if manifest is not None else 0
 
 
 def check_lines_read(manifest: Manifest | None, lines_read: int, dataset: str, batch_id: str) -> None:
     """The landing counted every file's lines; reading fewer or more means the batch changed."""
     if manifest is None:
         return
-    counted = sum(f["lines"] for f in manifest.get("files", []))
+    counted = manifest.lines
     if lines_read != counted:
         raise BatchChanged(
             f"{dataset} batch {batch_id}: the manifest lists {counted} lines but {lines_read} were read"
@@ -91,8 +85,8 @@ def ingested_at(manifest: Manifest | None, split_rows: list[Row]) -> datetime:
 
     Either is the same on a rerun, so rerunning a batch rewrites identical partitions.
     """
-    if manifest and manifest.get("landed_at"):
-        return datetime.fromisoformat(manifest["landed_at"]).astimezone(UTC)
+    if manifest is not None and manifest.landed_at:
+        return datetime.fromisoformat(manifest.landed_at).astimezone(UTC)
     # PySpark gives a timestamp as the local time of its instant: .timestamp() is that instant.
     times = [int(row["_split_modified_at"].timestamp()) for row in split_rows
              if row["_split_modified_at"] is not None]
@@ -105,22 +99,22 @@ def unread_items(
     """The manifest's unreadable files and lines too large to read, as
     `judging.unreadable_rows` takes them, or None. Built on the driver (they are few) from
     bounded prefixes: a gzip bomb or a 300 MB line is never loaded whole."""
-    if not manifest:
+    if manifest is None:
         return None
     folder = input_path.rstrip("/")
     fs, fs_folder = fsspec.core.url_to_fs(folder)
     rows = []
-    for entry in manifest.get("unreadable", []):
-        with fs.open(f"{fs_folder}/{UNREADABLE_DIR}/{entry['name']}", "rb") as handle:
+    for unreadable in manifest.unreadable:
+        with fs.open(f"{fs_folder}/{UNREADABLE_DIR}/{unreadable.name}", "rb") as handle:
             head = handle.read(config.max_message_bytes)
-        rows.append((_as_spark_spells(spark, f"{folder}/{UNREADABLE_DIR}/{entry['name']}"), None,
-                     bytearray(head), entry.get("rule", FILE_UNREADABLE), entry["reason"]))
-    for entry in manifest.get("files", []):
-        for line in entry.get("too_large", []):
-            reason = (f"message is {line['bytes']} bytes, over the limit of {config.max_message_bytes}; "
-                      f"too large to read: the whole line (sha256 {line['sha256']}) is in raw/")
-            rows.append((_as_spark_spells(spark, f"{folder}/{entry['name']}"), line["line"],
-                         bytearray(base64.b64decode(line["head"])), LINE_TOO_LARGE, reason))
+        rows.append((_as_spark_spells(spark, f"{folder}/{UNREADABLE_DIR}/{unreadable.name}"), None,
+                     bytearray(head), unreadable.rule, unreadable.reason))
+    for landed in manifest.files:
+        for line in landed.too_large:
+            reason = (f"message is {line.bytes} bytes, over the limit of {config.max_message_bytes}; "
+                      f"too large to read: the whole line (sha256 {line.sha256}) is in raw/")
+            rows.append((_as_spark_spells(spark, f"{folder}/{landed.name}"), line.line,
+                         bytearray(base64.b64decode(line.head)), LINE_TOO_LARGE, reason))
     if not rows:
         return None
     return spark.createDataFrame(rows, "path string, line long, content binary, rule string, reason string")

@@ -38,9 +38,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     from foodtaster.registry import RegistryError
+    from foodtaster.sources.inbox import SupersedeError
     from foodtaster.state.browse import NotInLake
     from foodtaster.state.dispositions import DispositionError
-    from foodtaster.state.landing import SupersedeError
     from foodtaster.state.lease import LeaseHeld
     from foodtaster.state.poison import PoisonListError
     from foodtaster.state.release import ReleaseError

@@ -31,9 +31,16 @@ from typing import Any
 import fsspec
 
 from foodtaster.logs import batch_logger
-from foodtaster.sources import NatsSource
-from foodtaster.state.lake import Lake, check_batch_id, check_date, exists, fault_point, read_json, write_json
-from foodtaster.state.landing import MANIFEST, LandingResult, batch_id_for
+from foodtaster.registry import NatsSource
+from foodtaster.sources.raw_batch import (
+    MANIFEST,
+    BrokerSource,
+    LandedFile,
+    LandingResult,
+    Manifest,
+    batch_id_for,
+)
+from foodtaster.state.lake import Lake, check_batch_id, check_date, fault_point, read_json
 
 FETCH_BATCH = 1000  # messages asked for in one pull request
 FETCH_TIMEOUT_S = 1.0  # an empty pull waits this long before the stream counts as drained
@@ -67,9 +74,9 @@ class LandedSequences:
         fs, raw = fsspec.core.url_to_fs(lake.zone("raw", dataset))
         ranges: list[tuple[int, int]] = []
         for path in fs.glob(f"{raw}/batch_date=*/batch_id=*/{MANIFEST}") if fs.exists(raw) else []:
-            source = read_json(fs.unstrip_protocol(path)).get("source") or {}
-            if source.get("stream") == stream:
-                ranges.extend((first, last) for first, last in source.get("sequence_ranges", []))
+            source = Manifest.from_dict(read_json(fs.unstrip_protocol(path))).source
+            if source is not None and source.stream == stream:
+                ranges.extend(source.sequence_ranges)
         return cls(ranges)
 
 
@@ -101,13 +108,12 @@ def land_batch(
     """
     batch_id = check_batch_id(batch_id or batch_id_for(date, hour))
     raw_path = lake.raw(dataset, date, batch_id)
-    manifest_uri = f"{raw_path}/{MANIFEST}"
-    previous = read_json(manifest_uri) if exists(manifest_uri) else {}
+    previous = Manifest.read(raw_path)
     landed = LandedSequences.read(lake, dataset, source.stream)
     log = batch_logger(__name__, dataset, batch_id)
     end = interval_end(date, hour)
 
-    async def drain() -> tuple[list[dict[str, Any]], dict[str, int]]:
+    async def drain() -> tuple[Manifest, list[dict[str, Any]], dict[str, int]]:
         import nats
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
@@ -135,24 +141,19 @@ def land_batch(
             )
             taken, redelivered, beyond = await _fetch(subscription, source, landed, end)
             messages = [_record(message) for message in taken]
-            _write(lake, dataset, date, hour, batch_id, source, previous, messages, now)
+            manifest = _write(lake, dataset, date, hour, batch_id, source, previous, messages, now)
             fault_point("nats.before_ack")  # a test kills the landing here
             for message in [*taken, *redelivered]:
                 await message.ack()
             for message in beyond:
                 await message.nak()
             await client.flush()
-            return messages, {"redelivered": len(redelivered), "left_for_later": len(beyond)}
+            return manifest, messages, {"redelivered": len(redelivered), "left_for_later": len(beyond)}
         finally:
             await client.close()
 
-    messages, counts = asyncio.run(drain())
-    manifest = read_json(manifest_uri)
-    result = LandingResult(
-        dataset=dataset, batch_id=batch_id, batch_date=date, raw_path=raw_path,
-        files=manifest["files"], unreadable=[], messages=sum(f["lines"] for f in manifest["files"]),
-        empty=not manifest["files"],
-    )
+    manifest, messages, counts = asyncio.run(drain())
+    result = LandingResult.of(manifest, raw_path)
     log.event(
         "landed", source="nats", stream=source.stream, new=len(messages), messages=result.messages,
         **counts, raw_path=raw_path,
@@ -205,15 +206,15 @@ def _record(message: Any) -> dict[str, Any]:
 
 
 def _write(lake: Lake, dataset: str, date: str, hour: int | None, batch_id: str, source: NatsSource,
-           previous: dict[str, Any], messages: list[dict[str, Any]], now: datetime | None) -> None:
+           previous: Manifest | None, messages: list[dict[str, Any]], now: datetime | None) -> Manifest:
     """The messages' Parquet file (hidden name, then moved), then the manifest: a partition
-    without a manifest listing a file was never landed with it."""
+    without a manifest listing a file was never landed with it. Returns the batch's manifest."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     raw_path = lake.raw(dataset, date, batch_id)
-    files = list(previous.get("files", []))
-    ranges = (previous.get("source") or {}).get("sequence_ranges", [])
+    files = list(previous.files) if previous else []
+    ranges = [list(r) for r in previous.source.sequence_ranges] if previous and previous.source else []
     if messages:
         sequences = [m["stream_sequence"] for m in messages]
         name = f"messages-{min(sequences)}-{max(sequences)}.parquet"
@@ -227,19 +228,22 @@ def _write(lake: Lake, dataset: str, date: str, hour: int | None, batch_id: str,
         with fs.open(hidden, "wb") as handle:
             handle.write(data)
         fs.mv(hidden, f"{folder}/{name}")
-        files.append({
-            "name": name, "source": f"nats://{source.stream}/{source.subject}", "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(), "lines": len(messages),
-        })
+        files.append(LandedFile(
+            name=name, source=f"nats://{source.stream}/{source.subject}", bytes=len(data),
+            sha256=hashlib.sha256(data).hexdigest(), lines=len(messages),
+        ))
         ranges = sequence_ranges(sequences, ranges)
-    if messages or not previous:
-        write_json(f"{raw_path}/{MANIFEST}", {
-            "dataset": dataset, "batch_id": batch_id, "batch_date": date, "hour": hour,
-            "inbox": None, "landed_at": previous.get("landed_at") or (now or datetime.now(UTC)).isoformat(),
-            "files": files, "unreadable": [],
-            "source": {"kind": "nats", "url": source.url, "stream": source.stream,
-                       "subject": source.subject, "durable": source.durable, "sequence_ranges": ranges},
-        })
+    if previous is not None and not messages:
+        return previous
+    manifest = Manifest(
+        dataset=dataset, batch_id=batch_id, batch_date=date, hour=hour, inbox=None,
+        landed_at=(previous and previous.landed_at) or (now or datetime.now(UTC)).isoformat(),
+        files=tuple(files),
+        source=BrokerSource(kind="nats", url=source.url, stream=source.stream, subject=source.subject,
+                            durable=source.durable, sequence_ranges=tuple((a, b) for a, b in ranges)),
+    )
+    manifest.write(raw_path)
+    return manifest
 
 
 def _messages_schema() -> Any:

@@ -1,1 +1,1 @@
-"""State in the lake: paths, landing, the ledger, publishing."""
+"""State in the lake: paths, leases, the ledger, publishing."""

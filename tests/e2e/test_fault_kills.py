@@ -15,8 +15,8 @@ from pathlib import Path
 from foodtaster import sample
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.registry import get_dataset
+from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake
-from foodtaster.state.landing import land_batch
 from foodtaster.state.lease import lease_uri
 
 ROOT = Path(__file__).resolve().parents[2]

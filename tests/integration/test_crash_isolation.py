@@ -21,8 +21,8 @@ from foodtaster import sample
 from foodtaster.engine.crash import TooManyCrashes
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.registry import get_dataset
+from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake
-from foodtaster.state.landing import land_batch
 from foodtaster.state.poison import PoisonList, fingerprint
 
 DATE = "2026-11-20"

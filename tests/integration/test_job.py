@@ -249,7 +249,7 @@ def test_a_batch_that_disagrees_with_its_manifest_fails_before_writing_and_frees
 
 @pytest.mark.parametrize("with_good_file", [True, False])
 def test_a_file_that_cannot_be_read_is_one_quarantined_message(spark, tmp_path, with_good_file):
-    from foodtaster.state.landing import land_batch
+    from foodtaster.sources.inbox import land_batch
 
     lake = Lake(str(tmp_path / "lake"))
     inbox = Path(lake.inbox("orders", "2026-11-20"))

@@ -18,7 +18,7 @@ import pytest
 from conftest import PROJECT_ROOT
 from nats_support import NATS_URL, consumer_state, nats_stream, publish  # noqa: F401  (the `stream` fixture)
 
-from foodtaster.sources import NatsSource, SourceConfigError, source_from_entry
+from foodtaster.registry import NatsSource, SourceConfigError, source_from_entry
 from foodtaster.sources.nats import SourceUnavailable, land_batch, sequence_ranges
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake, read_json
 
@@ -66,7 +66,7 @@ def test_a_landing_killed_between_writing_and_acknowledging_loses_and_doubles_no
     source = source_for(stream, ack_wait_seconds=2.0)
     marker = tmp_path / "nats.before_ack.reached"
     script = (
-        "from foodtaster.sources import NatsSource; from foodtaster.sources.nats import land_batch;"
+        "from foodtaster.registry import NatsSource; from foodtaster.sources.nats import land_batch;"
         "from foodtaster.state.lake import Lake;"
         f"land_batch(NatsSource(url={NATS_URL!r}, stream={source.stream!r}, subject={source.subject!r},"
         f" durable={source.durable!r}, ack_wait_seconds=2.0), Lake({lake.root!r}), 'orders', {today()!r})"

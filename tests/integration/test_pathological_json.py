@@ -12,8 +12,8 @@ from pyspark.sql import functions as F
 
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.registry import get_dataset
+from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import Lake
-from foodtaster.state.landing import land_batch
 
 DATE = "2026-11-20"
 MiB = 1024 * 1024

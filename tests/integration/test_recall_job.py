@@ -14,10 +14,10 @@ from pyspark.sql import functions as F
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sample import generate_batch
+from foodtaster.sources.inbox import land_batch
 from foodtaster.state import ledger
 from foodtaster.state.browse import message_bytes
 from foodtaster.state.lake import Lake, read_json
-from foodtaster.state.landing import land_batch
 from foodtaster.state.poison import PoisonList, fingerprint
 from foodtaster.state.recall import RULE as RECALLED
 from foodtaster.state.recall import report_downstream

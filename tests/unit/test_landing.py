@@ -14,9 +14,10 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from foodtaster.state import landing
+from foodtaster.sources import inbox, lines
+from foodtaster.sources.inbox import LandingError, land_batch
+from foodtaster.sources.raw_batch import batch_id_for
 from foodtaster.state.lake import BATCH_ID_PATTERN, Lake
-from foodtaster.state.landing import LandingError, batch_id_for, land_batch
 
 DATE = "2026-11-20"
 FIRST = datetime(2026, 11, 21, 1, 0, tzinfo=UTC)
@@ -98,7 +99,7 @@ def test_landing_copies_files_and_the_manifest_describes_them(lake: Lake) -> Non
 
 
 def test_crlf_split_across_read_chunks_is_one_line_end(lake: Lake) -> None:
-    data = b"x" * (landing.CHUNK_BYTES - 1) + b"\r\n" + b"y\r\n"
+    data = b"x" * (lines.CHUNK_BYTES - 1) + b"\r\n" + b"y\r\n"
     put(lake, "big.jsonl", data)
     put(lake, "big.jsonl.gz", gzip.compress(data))
     result = land_batch(lake, "orders", DATE)
@@ -341,7 +342,7 @@ def test_symlinks_under_the_inbox_are_refused_and_never_followed(
     result = land_batch(lake, "orders", DATE)
     assert [f["name"] for f in result.files] == ["a.jsonl"]
     assert result.refused == [{"source": f"inbox/orders/dt={DATE}/linked.jsonl",
-                               "reason": landing.SYMLINK}]
+                               "reason": inbox.SYMLINK}]
     assert any("event=file_refused" in r.getMessage() and "linked.jsonl" in r.getMessage()
                for r in caplog.records)
     from foodtaster.state.ledger import ledger_entry
@@ -354,12 +355,12 @@ def test_symlinks_under_the_inbox_are_refused_and_never_followed(
     Path(lake.inbox("orders", "2026-11-21")).symlink_to(outside)
     linked = land_batch(lake, "orders", "2026-11-21")
     assert linked.empty and linked.files == []
-    assert linked.refused == [{"source": "inbox/orders/dt=2026-11-21", "reason": landing.SYMLINK}]
+    assert linked.refused == [{"source": "inbox/orders/dt=2026-11-21", "reason": inbox.SYMLINK}]
     assert "secret.jsonl" not in json.dumps(raw_tree(lake, "20261121"), default=str)
     Path(lake.inbox("orders", DATE, 5)).symlink_to(outside)  # an hour= folder alike
     hourly = land_batch(lake, "orders", DATE, hour=5)
     assert hourly.empty and hourly.refused == [
-        {"source": f"inbox/orders/dt={DATE}/hour=05", "reason": landing.SYMLINK}
+        {"source": f"inbox/orders/dt={DATE}/hour=05", "reason": inbox.SYMLINK}
     ]
 
 
@@ -379,7 +380,7 @@ def test_a_colon_or_a_long_name_lands_under_a_name_hadoop_and_linux_take(lake: L
     put(lake, long_name, b"4\n")
     again = land_batch(lake, "orders", DATE)
     renamed = [f["name"] for f in again.files if f["name"] not in by_source.values()]
-    assert len(renamed) == 1 and len(renamed[0].encode()) <= landing.NAME_MAX
+    assert len(renamed) == 1 and len(renamed[0].encode()) <= inbox.NAME_MAX
     assert raw_tree(lake, "20261120")[renamed[0]] == b"4\n"
 
 
@@ -388,7 +389,7 @@ def test_a_gzip_bomb_stops_at_the_cap_and_is_quarantined_whole(lake: Lake) -> No
     put(lake, "bomb.jsonl.gz", bomb)
     put(lake, "big.jsonl", b"x" * 5000 + b"\n")
     put(lake, "good.jsonl", b"1\n2\n")
-    result = land_batch(lake, "orders", DATE, limits=landing.Limits(max_file_bytes=4096))
+    result = land_batch(lake, "orders", DATE, limits=lines.Limits(max_file_bytes=4096))
     assert [f["name"] for f in result.files] == ["good.jsonl"]
     reasons = {u["name"]: (u["rule"], u["reason"]) for u in result.unreadable}
     assert reasons == {
@@ -397,40 +398,3 @@ def test_a_gzip_bomb_stops_at_the_cap_and_is_quarantined_whole(lake: Lake) -> No
     }
     assert raw_tree(lake, "20261120")["_unreadable/bomb.jsonl.gz"] == bomb
 
-
-def _reader_skips(data: bytes, limit: int) -> list[tuple[int, int]]:
-    """(line, bytes) of the lines Hadoop's LineRecordReader skips, by its own rule: the
-    line's bytes with its terminator reach the limit."""
-    import re
-
-    skipped, number, pos = [], 0, 0
-    for match in re.finditer(rb"\r\n|\r|\n", data):
-        number += 1
-        if match.end() - pos >= limit:
-            skipped.append((number, match.start() - pos))
-        pos = match.end()
-    if pos < len(data) and len(data) - pos >= limit:
-        skipped.append((number + 1, len(data) - pos))
-    return skipped
-
-
-@pytest.mark.parametrize("piece", [1, 3, 7, 64, 10_000])
-def test_landing_notes_exactly_the_lines_the_reader_skips(piece: int) -> None:
-    limit = 13
-    lines = [b"short", b"x" * 10, b"y" * 11, b"z" * 12, b"w" * 40, b"", b"v" * 13, b"u" * 9]
-    data = b""
-    for i, line in enumerate(lines):
-        data += line + [b"\n", b"\r\n", b"\r"][i % 3]
-    data += b"t" * 20  # a last line without a terminator
-    counter = landing._LineCounter(limit)
-    for start in range(0, len(data), piece):
-        counter.feed(data[start:start + piece])
-    total = counter.total()
-    assert total == len(data.splitlines())
-    got = counter.skipped()
-    assert [(s["line"], s["bytes"]) for s in got] == _reader_skips(data, limit)
-    assert [s["line"] for s in got] == [4, 5, 7, 9]
-    by_line = dict(enumerate(data.splitlines(), start=1))
-    for s in got:
-        assert s["sha256"] == hashlib.sha256(by_line[s["line"]]).hexdigest()
-        assert by_line[s["line"]].startswith(__import__("base64").b64decode(s["head"]))

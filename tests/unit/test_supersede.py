@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from foodtaster.sources.inbox import SUPERSEDES, SupersedeError, land_batch
 from foodtaster.state.lake import Lake, write_json
-from foodtaster.state.landing import SUPERSEDES, SupersedeError, land_batch
 
 DATE = "2026-11-21"
 

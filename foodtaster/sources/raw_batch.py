@@ -1,0 +1,265 @@
+"""The raw batch every source lands: its id, its manifest and what a landing reports.
+
+A source lands one run's interval into `raw/<dataset>/batch_date=<d>/batch_id=<id>/` and
+writes `_manifest.json` there last: a partition without one was never landed. The manifest
+lists each file with its bytes, sha256 and line count, which the job checks its reading
+against, and the files that could not be read, which the job quarantines whole.
+
+`Manifest` is that document as a typed value with one JSON form (`as_dict`/`from_dict`,
+`read`/`write`), keyed as the manifests already in lakes are. No Spark here, and nothing of
+the sources themselves: the inbox, the broker and the job all read this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from foodtaster import rule_ids
+from foodtaster.state.lake import check_batch_id, check_date, exists, read_json, write_json
+
+MANIFEST = "_manifest.json"
+UNREADABLE_DIR = "_unreadable"  # under the raw partition: the files quarantined whole
+UNREADABLE_RULE = rule_ids.FILE_UNREADABLE  # the quarantine rule of a file that cannot be decompressed
+TOO_LARGE_RULE = rule_ids.FILE_TOO_LARGE  # ... and of a file over the dataset's max_file_bytes
+
+
+def batch_id_for(date: str, hour: int | None = None) -> str:
+    """The batch id of an interval: `YYYYMMDD`, or `YYYYMMDDHH` for an hourly run.
+
+    Deterministic, so a retry, `airflow dags test` or a backfill of the same
+    interval lands into the same batch instead of a new one.
+    """
+    check_date(date)
+    if hour is not None and not 0 <= hour <= 23:
+        raise ValueError(f"hour {hour!r} must be between 0 and 23")
+    return check_batch_id(date.replace("-", "") + (f"{hour:02d}" if hour is not None else ""))
+
+
+@dataclass(frozen=True)
+class LongLine:
+    """A line the Spark reader skips as too long: the job quarantines it from this record."""
+
+    line: int  # 1-based number in its file
+    bytes: int
+    sha256: str
+    head: str  # its first bytes, base64
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> LongLine:
+        return cls(line=entry["line"], bytes=entry["bytes"], sha256=entry["sha256"], head=entry["head"])
+
+
+@dataclass(frozen=True)
+class LandedFile:
+    """A file of the batch the job reads: `lines` messages, of which `too_large` it cannot."""
+
+    name: str  # in the raw partition
+    lines: int
+    source: str = ""  # where it came from: the inbox path, or `nats://<stream>/<subject>`
+    bytes: int = 0  # as landed (compressed, if it is)
+    sha256: str = ""
+    too_large: tuple[LongLine, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "name": self.name, "source": self.source, "bytes": self.bytes, "sha256": self.sha256,
+            "lines": self.lines,
+        }
+        if self.too_large:
+            entry["too_large"] = [line.as_dict() for line in self.too_large]
+        return entry
+
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> LandedFile:
+        return cls(
+            name=entry["name"], lines=entry["lines"], source=entry.get("source", ""),
+            bytes=entry.get("bytes", 0), sha256=entry.get("sha256", ""),
+            too_large=tuple(LongLine.from_dict(line) for line in entry.get("too_large", ())),
+        )
+
+
+@dataclass(frozen=True)
+class UnreadableFile:
+    """A file quarantined whole (under `_unreadable/`): it cannot be read, or is too large."""
+
+    name: str
+    reason: str
+    rule: str = UNREADABLE_RULE
+    source: str = ""
+    bytes: int = 0
+    sha256: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "name": self.name, "source": self.source, "bytes": self.bytes, "sha256": self.sha256,
+            "reason": self.reason,
+        }
+        if self.rule != UNREADABLE_RULE:  # manifests name only the rule that is not the default
+            entry["rule"] = self.rule
+        return entry
+
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> UnreadableFile:
+        return cls(
+            name=entry["name"], reason=entry["reason"], rule=entry.get("rule", UNREADABLE_RULE),
+            source=entry.get("source", ""), bytes=entry.get("bytes", 0),
+            sha256=entry.get("sha256", ""),
+        )
+
+
+def file_from_dict(entry: dict[str, Any]) -> LandedFile | UnreadableFile:
+    """A manifest entry of either kind: an unreadable one says why."""
+    return UnreadableFile.from_dict(entry) if "reason" in entry else LandedFile.from_dict(entry)
+
+
+@dataclass(frozen=True)
+class Supersession:
+    """A held batch's delivery replaced by a correction (the inbox's `_SUPERSEDES` marker)."""
+
+    at: str  # ISO time of the replacement
+    why: str
+    by: str
+    files: tuple[LandedFile | UnreadableFile, ...]  # the replaced delivery
+    by_files: tuple[str, ...]  # the inbox names that replaced it
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"at": self.at, "why": self.why, "by": self.by,
+                "files": [entry.as_dict() for entry in self.files], "by_files": list(self.by_files)}
+
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> Supersession:
+        return cls(at=entry["at"], why=entry["why"], by=entry["by"],
+                   files=tuple(file_from_dict(f) for f in entry["files"]),
+                   by_files=tuple(entry["by_files"]))
+
+
+@dataclass(frozen=True)
+class BrokerSource:
+    """Where a broker's batch came from, and which stream sequences it holds."""
+
+    kind: str
+    url: str
+    stream: str
+    subject: str
+    durable: str
+    sequence_ranges: tuple[tuple[int, int], ...]  # first and last sequence, inclusive
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "url": self.url, "stream": self.stream, "subject": self.subject,
+                "durable": self.durable, "sequence_ranges": [list(r) for r in self.sequence_ranges]}
+
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> BrokerSource:
+        return cls(kind=entry["kind"], url=entry["url"], stream=entry["stream"],
+                   subject=entry["subject"], durable=entry["durable"],
+                   sequence_ranges=tuple((first, last) for first, last in entry["sequence_ranges"]))
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """`_manifest.json` of a raw batch.
+
+    `inbox` is the inbox folder an inbox landing read (None for a broker); `source` the broker
+    a broker landing read (None for the inbox); `superseded` the deliveries an inbox batch
+    replaced (None for a broker, whose manifest has no such key).
+    """
+
+    dataset: str
+    batch_id: str
+    batch_date: str
+    hour: int | None
+    inbox: str | None
+    landed_at: str | None  # ISO time of the first landing; reruns keep it
+    files: tuple[LandedFile, ...]
+    unreadable: tuple[UnreadableFile, ...] = ()
+    superseded: tuple[Supersession, ...] | None = None
+    source: BrokerSource | None = None
+
+    @property
+    def lines(self) -> int:
+        """The messages the readable files hold, as landing counted them."""
+        return sum(entry.lines for entry in self.files)
+
+    @property
+    def names(self) -> set[str]:
+        """Every file the batch holds, readable or not."""
+        return {entry.name for entry in self.files} | {entry.name for entry in self.unreadable}
+
+    @property
+    def too_large(self) -> int:
+        """The lines the Spark reader skips as too long (each quarantined from the manifest)."""
+        return sum(len(entry.too_large) for entry in self.files)
+
+    def as_dict(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "dataset": self.dataset, "batch_id": self.batch_id, "batch_date": self.batch_date,
+            "hour": self.hour, "inbox": self.inbox, "landed_at": self.landed_at,
+            "files": [entry.as_dict() for entry in self.files],
+            "unreadable": [entry.as_dict() for entry in self.unreadable],
+        }
+        if self.superseded is not None:
+            document["superseded"] = [entry.as_dict() for entry in self.superseded]
+        if self.source is not None:
+            document["source"] = self.source.as_dict()
+        return document
+
+    @classmethod
+    def from_dict(cls, document: dict[str, Any]) -> Manifest:
+        """Also a partial manifest (a test's, an older lake's): what is missing is empty."""
+        superseded = document.get("superseded")
+        source = document.get("source")
+        return cls(
+            dataset=document.get("dataset", ""), batch_id=document.get("batch_id", ""),
+            batch_date=document.get("batch_date", ""), hour=document.get("hour"),
+            inbox=document.get("inbox"), landed_at=document.get("landed_at"),
+            files=tuple(LandedFile.from_dict(entry) for entry in document.get("files", ())),
+            unreadable=tuple(UnreadableFile.from_dict(entry) for entry in document.get("unreadable", ())),
+            superseded=None if superseded is None else tuple(Supersession.from_dict(s) for s in superseded),
+            source=BrokerSource.from_dict(source) if source else None,
+        )
+
+    @classmethod
+    def read(cls, folder: str) -> Manifest | None:
+        """The manifest of the raw batch at `folder`, or None if it has none (never landed, or
+        a folder of files the job is pointed at directly)."""
+        uri = f"{folder.rstrip('/')}/{MANIFEST}"
+        return cls.from_dict(read_json(uri)) if exists(uri) else None
+
+    def write(self, folder: str) -> None:
+        """Written last by a landing: the partition counts as landed from here on."""
+        write_json(f"{folder.rstrip('/')}/{MANIFEST}", self.as_dict())
+
+
+@dataclass(frozen=True)
+class LandingResult:
+    """What a landing reports (the `land` task's XCom): the manifest's entries in their JSON
+    form, the count of messages, and what the landing refused or replaced."""
+
+    dataset: str
+    batch_id: str
+    batch_date: str
+    raw_path: str  # Lake.raw(dataset, batch_date, batch_id)
+    files: list[dict[str, Any]]  # manifest entries of the readable files in the batch
+    unreadable: list[dict[str, Any]]  # files quarantined whole, with the reason
+    messages: int  # lines in the readable files; an unreadable file adds none
+    empty: bool  # the batch holds no file at all
+    refused: list[dict[str, Any]] = field(default_factory=list)  # inbox entries never read (symlinks)
+    superseded: dict[str, Any] | None = None  # this landing replaced a delivery: which, why, by whom
+
+    @classmethod
+    def of(cls, manifest: Manifest, raw_path: str, refused: list[dict[str, Any]] | None = None,
+           superseded: Supersession | None = None) -> LandingResult:
+        return cls(
+            dataset=manifest.dataset, batch_id=manifest.batch_id, batch_date=manifest.batch_date,
+            raw_path=raw_path, files=[entry.as_dict() for entry in manifest.files],
+            unreadable=[entry.as_dict() for entry in manifest.unreadable], messages=manifest.lines,
+            empty=not (manifest.files or manifest.unreadable), refused=list(refused or []),
+            superseded=superseded.as_dict() if superseded else None,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
