@@ -19,7 +19,8 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 
 from contracts.checked import OrdersChecked
 from foodtaster.engine import layers
-from foodtaster.engine.rules import python_check_verdicts, read_contract, with_python_checks
+from foodtaster.engine.python_checks import python_check_verdicts, with_python_checks
+from foodtaster.engine.rules import read_contract
 from foodtaster.engine.spark import build_session
 
 

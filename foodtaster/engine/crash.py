@@ -22,7 +22,7 @@ from pyspark.errors import PythonException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from foodtaster.engine import inputs, judging, layers, listed, rules
+from foodtaster.engine import inputs, judging, layers, listed, python_checks, rules
 from foodtaster.errors import Failed
 from foodtaster.logs import BatchLogger
 from foodtaster.registry import DatasetConfig
@@ -258,7 +258,7 @@ def isolate_and_list(spark: SparkSession, batch: BatchInput, limit: int, log: Ba
     verdicts = [F.count_if(F.col(c.column)) for c in contract.python_checks]
 
     def judge(rows: DataFrame) -> None:  # every Python check on these rows, run to the end
-        rows = rules.with_python_checks(rows, contract, F.col(SKIP))
+        rows = python_checks.with_python_checks(rows, contract, F.col(SKIP))
         rows.agg(*verdicts).collect()
 
     typed = typed_for_checks(inputs.numbered_lines(spark, batch.input_path, config), contract,

@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 
-from foodtaster.engine import layers, listed, rules
+from foodtaster.engine import layers, listed, python_checks, rules
 from foodtaster.engine.duplicates import mark_duplicates
 from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
 from foodtaster.lineage import LINEAGE
@@ -47,7 +47,7 @@ def flag_lines(
     """
     parsed, skip = parse_marking_listed(lines, contract, max_message_bytes, poison)
     marks = [] if skip is None else [listed.ENTRY, listed.WHY, listed.SOURCE]
-    checked = rules.with_python_checks(parsed, contract, skip)
+    checked = python_checks.with_python_checks(parsed, contract, skip)
     failed = layers.line_failed() | any_failed(rules.field_checks(contract))
     if skip is not None:
         failed = skip | failed

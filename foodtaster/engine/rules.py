@@ -21,10 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
 import pandera.pandas as pa
 from pyspark import SparkContext
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
@@ -342,60 +341,6 @@ def _python_field_checks(contract: Contract) -> list[Check]:
               column=c.field, value=_t(c.field))
         for c in contract.python_checks
     ]
-
-
-def python_check_verdicts(python_check: PythonCheck, values: pd.Series, judged: pd.Series) -> pd.Series:
-    """pandera's verdict on the `judged` values (true, false, or NA where not judged).
-
-    The values are typed as the reference types them (`str(column.dtype)`): Spark gives a
-    long column without nulls as int64, and `judged` says which rows have a value, so the
-    value never takes a detour through float64. A check that answers for the whole Series
-    (one bool) is asked again one value at a time: a row's verdict is its own, as in the
-    reference's one-row frames. A check that raises is not caught: that is a data crash
-    (foodtaster.engine.crash).
-    """
-    verdicts = pd.Series(pd.NA, index=values.index, dtype="boolean")
-    present = values[judged.astype(bool)].astype(python_check.dtype)
-    if present.empty:
-        return verdicts
-    run = python_check.pandera_check
-    output = run(present).check_output
-    if not isinstance(output, pd.Series):
-        output = pd.Series([bool(run(present.iloc[[i]]).check_output) for i in range(len(present))],
-                           index=present.index)
-    verdicts[present.index] = output.astype(bool)
-    return verdicts
-
-
-def with_python_checks(rows: DataFrame, contract: Contract, skip: Column | None = None) -> DataFrame:
-    """Add each Python check's verdict column (`PythonCheck.column`) to rows from `layers.parse`.
-
-    One pandas UDF a check, reading the field's typed value where its JSON type was right
-    (a wrong type is the type rule's reason, as pandera skips such values); `skip` marks rows
-    never given to the check (a listed message: a crash found once is not met again).
-    """
-    for python_check in contract.python_checks:
-        value = _t(python_check.field)
-        judged = value.isNotNull() if skip is None else value.isNotNull() & ~skip
-        filler = F.lit(_FILLERS[_spark_type_name(rows, python_check.field)])
-        verdict = _python_check_udf(python_check)(F.coalesce(value, filler), judged)
-        rows = rows.withColumn(python_check.column, F.when(judged, verdict))
-    return rows
-
-
-_FILLERS = {"string": "", "bigint": 0, "double": 0.0, "boolean": False}
-
-
-def _spark_type_name(rows: DataFrame, name: str) -> str:
-    return rows.schema[layers.value_column(name)].dataType.simpleString()
-
-
-def _python_check_udf(python_check: PythonCheck) -> Callable[..., Column]:
-    @F.pandas_udf(BooleanType())  # type: ignore[call-overload]
-    def verdicts(values: pd.Series, judged: pd.Series) -> pd.Series:
-        return python_check_verdicts(python_check, values, judged)
-
-    return verdicts
 
 
 def frame_rule_id(s: dict[str, Any]) -> str:

@@ -1,0 +1,71 @@
+"""A contract's checks written in Python, run as pandas UDFs: each gives a verdict column a
+row (`PythonCheck.column`: true, false, or null where not judged) that the rules read
+(`rules.field_checks`). The only rules that run Python on a message, so the only ones that
+can crash on one (`foodtaster.engine.crash`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType
+
+from foodtaster.engine import layers
+from foodtaster.engine.rules import Contract, PythonCheck
+
+
+def python_check_verdicts(python_check: PythonCheck, values: pd.Series, judged: pd.Series) -> pd.Series:
+    """pandera's verdict on the `judged` values (true, false, or NA where not judged).
+
+    The values are typed as the reference types them (`str(column.dtype)`): Spark gives a
+    long column without nulls as int64, and `judged` says which rows have a value, so the
+    value never takes a detour through float64. A check that answers for the whole Series
+    (one bool) is asked again one value at a time: a row's verdict is its own, as in the
+    reference's one-row frames. A check that raises is not caught: that is a data crash
+    (foodtaster.engine.crash).
+    """
+    verdicts = pd.Series(pd.NA, index=values.index, dtype="boolean")
+    present = values[judged.astype(bool)].astype(python_check.dtype)
+    if present.empty:
+        return verdicts
+    run = python_check.pandera_check
+    output = run(present).check_output
+    if not isinstance(output, pd.Series):
+        output = pd.Series([bool(run(present.iloc[[i]]).check_output) for i in range(len(present))],
+                           index=present.index)
+    verdicts[present.index] = output.astype(bool)
+    return verdicts
+
+
+def with_python_checks(rows: DataFrame, contract: Contract, skip: Column | None = None) -> DataFrame:
+    """Add each Python check's verdict column (`PythonCheck.column`) to rows from `layers.parse`.
+
+    One pandas UDF a check, reading the field's typed value where its JSON type was right
+    (a wrong type is the type rule's reason, as pandera skips such values); `skip` marks rows
+    never given to the check (a listed message: a crash found once is not met again).
+    """
+    for python_check in contract.python_checks:
+        value = F.col(layers.value_column(python_check.field))
+        judged = value.isNotNull() if skip is None else value.isNotNull() & ~skip
+        filler = F.lit(_FILLERS[_spark_type_name(rows, python_check.field)])
+        verdict = _python_check_udf(python_check)(F.coalesce(value, filler), judged)
+        rows = rows.withColumn(python_check.column, F.when(judged, verdict))
+    return rows
+
+
+_FILLERS = {"string": "", "bigint": 0, "double": 0.0, "boolean": False}
+
+
+def _spark_type_name(rows: DataFrame, name: str) -> str:
+    return rows.schema[layers.value_column(name)].dataType.simpleString()
+
+
+def _python_check_udf(python_check: PythonCheck) -> Callable[..., Column]:
+    @F.pandas_udf(BooleanType())  # type: ignore[call-overload]
+    def verdicts(values: pd.Series, judged: pd.Series) -> pd.Series:
+        return python_check_verdicts(python_check, values, judged)
+
+    return verdicts
