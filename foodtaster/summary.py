@@ -97,3 +97,28 @@ class BatchSummary:
         values["gate"] = GateResult(**{k: v for k, v in gate.items() if k in gate_known})
         values["verdict"] = Verdict.from_json(values.get("verdict") or {})
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the gate task hands the publish, alert and ledger tasks: the batch summary's
+    verdict and the facts they need. An XCom, so it crosses as `to_json`."""
+
+    dataset: str
+    batch_id: str
+    batch_date: str
+    lake: str
+    verdict: Verdict
+    counts: dict[str, Any]  # messages, valid, quarantined, duplicates_dropped, listed, quarantine_rate
+    top_reasons: list[list[Any]]  # [rule id, quarantined rows], most first
+    gate_failed: list[str]
+    run_id: str | None  # the run whose staged rows were judged
+    paths: dict[str, str | None]
+    summary_path: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "verdict": self.verdict.as_dict()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Decision:
+        return cls(**{**data, "verdict": Verdict.from_json(data["verdict"])})

@@ -135,7 +135,7 @@ def gate(dataset: str, landed: dict[str, Any]) -> dict[str, Any]:
     """Read the batch summary and pass on its verdict (decided once, by the job: publish or
     hold, alert or not) with what the later tasks need."""
     from foodtaster.state.lake import exists, read_json
-    from foodtaster.summary import BatchSummary
+    from foodtaster.summary import BatchSummary, Decision
 
     lake = Lake(landed["lake"])
     batch_id = landed["batch_id"]
@@ -144,25 +144,18 @@ def gate(dataset: str, landed: dict[str, Any]) -> dict[str, Any]:
         raise PipelineError(f"the validation job wrote no summary at {uri}")
     summary = BatchSummary.from_json(read_json(uri))
     verdict = summary.verdict
-    decision = {
-        "dataset": dataset,
-        "batch_id": batch_id,
-        "batch_date": landed["batch_date"],
-        "lake": lake.root,
-        "verdict": verdict.as_dict(),
-        "counts": _counts(summary),
-        "top_reasons": top_reasons(summary.reasons),
-        "gate_failed": summary.gate.failed_expectations,
-        "run_id": summary.run_id,  # the run whose staged rows were judged
-        "paths": summary.paths,
-        "summary_path": uri,
-    }
+    decision = Decision(
+        dataset=dataset, batch_id=batch_id, batch_date=landed["batch_date"], lake=lake.root,
+        verdict=verdict, counts=_counts(summary), top_reasons=top_reasons(summary.reasons),
+        gate_failed=summary.gate.failed_expectations, run_id=summary.run_id, paths=summary.paths,
+        summary_path=uri,
+    )
     log.info(
         "dataset=%s batch=%s event=gate publish=%s alert=%s severity=%s rate=%.4f why=%s",
         dataset, batch_id, verdict.publish, verdict.alert, verdict.severity,
         summary.quarantine_rate, "; ".join(verdict.why) or "-",
     )
-    return decision
+    return decision.to_json()
 
 
 def _counts(summary: BatchSummary) -> dict[str, Any]:
@@ -184,35 +177,38 @@ def top_reasons(reasons: dict[str, int], limit: int = TOP_REASONS) -> list[list[
 # ---------------------------------------------------------------------- publish
 
 
-def publish(dataset: str, decision: dict[str, Any], outlet_event: Any) -> dict[str, Any]:
+def publish(dataset: str, handed: dict[str, Any], outlet_event: Any) -> dict[str, Any]:
     """Make the staged valid rows visible; the Asset event carries the counts."""
     from airflow.sdk.exceptions import AirflowSkipException
 
-    verdict = decision["verdict"]
-    if not verdict["publish"]:
-        raise AirflowSkipException("batch held: " + "; ".join(verdict["why"]))
-    lake = Lake(decision["lake"])
-    path = publish_judged(lake, dataset, decision)
+    from foodtaster.summary import Decision
+
+    decision = Decision.from_json(handed)
+    if not decision.verdict.publish:
+        raise AirflowSkipException("batch held: " + "; ".join(decision.verdict.why))
+    path = publish_judged(Lake(decision.lake), dataset, handed)
     extra = {
         "dataset": dataset,
-        "batch_id": decision["batch_id"],
-        "batch_date": decision["batch_date"],
+        "batch_id": decision.batch_id,
+        "batch_date": decision.batch_date,
         "path": path,
-        **decision["counts"],
+        **decision.counts,
     }
     outlet_event.extra = extra
     log.info("dataset=%s batch=%s event=published path=%s valid=%s", dataset,
-             decision["batch_id"], path, decision["counts"]["valid"])
+             decision.batch_id, path, decision.counts["valid"])
     return extra
 
 
-def publish_judged(lake: Lake, dataset: str, decision: dict[str, Any]) -> str:
+def publish_judged(lake: Lake, dataset: str, handed: dict[str, Any]) -> str:
     """Publish the run the gate judged (`foodtaster.state.publish.publish_judged`)."""
     from foodtaster.state import publish as publishing
+    from foodtaster.summary import Decision
 
+    decision = Decision.from_json(handed)
     try:
-        return publishing.publish_judged(lake, dataset, decision["batch_date"], decision["batch_id"],
-                                         decision.get("run_id"), decision["summary_path"])
+        return publishing.publish_judged(lake, dataset, decision.batch_date, decision.batch_id,
+                                         decision.run_id, decision.summary_path)
     except publishing.UnjudgedRunError as err:
         raise PipelineError(str(err)) from err
 
@@ -220,24 +216,25 @@ def publish_judged(lake: Lake, dataset: str, decision: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------ alert
 
 
-def alert(dataset: str, decision: dict[str, Any]) -> dict[str, Any]:
+def alert(dataset: str, handed: dict[str, Any]) -> dict[str, Any]:
     """Alert when the verdict says so (rate at alert_rate, or the batch held)."""
     from airflow.sdk.exceptions import AirflowSkipException
 
     from foodtaster.ops import alerts
-    from foodtaster.policy import Verdict
     from foodtaster.state.lake import read_json
+    from foodtaster.summary import Decision
 
-    verdict = decision["verdict"]
-    if not verdict["alert"]:
+    decision = Decision.from_json(handed)
+    verdict = decision.verdict
+    if not verdict.alert:
         raise AirflowSkipException("quarantine rate below alert_rate and the batch gate passed")
     config = _config(dataset)
-    lake = Lake(decision["lake"])
-    summary = read_json(decision["summary_path"])
-    trend, chart = alert_trend(lake, config, summary, verdict["publish"])
+    lake = Lake(decision.lake)
+    summary = read_json(decision.summary_path)
+    trend, chart = alert_trend(lake, config, summary, verdict.publish)
     dag_id, run_id = _current_run(dataset)
     message = alerts.build_batch_alert(
-        summary, Verdict(**{**verdict, "why": tuple(verdict["why"])}), config, {},
+        summary, verdict, config, {},
         trend=trend, chart_png=chart, run_url=channels.run_url(dag_id, run_id) if run_id else None,
     )
     return channels.deliver(message, config, lake).as_dict()

@@ -17,6 +17,7 @@ import fsspec
 
 from foodtaster.logs import batch_logger
 from foodtaster.state.lake import Lake, check_batch_id, check_date, exists, read_json, write_json
+from foodtaster.summary import Decision
 
 VERDICTS = ("published", "held", "empty")
 REQUIRED_KEYS = (
@@ -159,17 +160,17 @@ def ledger_entry(landed: dict[str, Any], decision: dict[str, Any] | None,
             "why": ["no new files in the inbox"], "timings": {},
         })
         return entry
-    verdict = decision["verdict"]
-    entry.update(decision["counts"])
+    judged = Decision.from_json(decision)
+    entry.update(judged.counts)
     entry.update({
         "verdict": "published" if published else "held",
-        "severity": verdict["severity"],
-        "why": verdict["why"],
-        "top_reasons": decision["top_reasons"],
+        "severity": judged.verdict.severity,
+        "why": list(judged.verdict.why),
+        "top_reasons": judged.top_reasons,
         "alerted": bool(alerted),
         "alert_file": (alerted or {}).get("file"),
-        "summary": decision["summary_path"],
-        "timings": _summary_timings(decision.get("summary_path")) or {},
+        "summary": judged.summary_path,
+        "timings": _summary_timings(judged.summary_path) or {},
     })
     return entry
 
