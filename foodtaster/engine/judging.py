@@ -27,8 +27,7 @@ VALID, QUARANTINED, DUPLICATE = "valid", "quarantined", "duplicate"
 # What `explain` reads, in one struct a row (`_verdict_columns`), null on a row that passed the
 # pass: such a row has no field reasons to give, even when it is failed later (held for its
 # group, a missing reference, a conflicting duplicate). Most rows pass, so the kept pass that
-# the job scans in full four times is narrower: at 500k, the job's CPU without the gate fell by 12%
-# (25.7 to 22.5 s, mean of three interleaved warm runs; bench/README.md).
+# the job scans in full is narrower (docs/decisions/002-one-cheap-pass-then-explain-the-failed.md).
 VERDICT = "_verdict"
 
 

@@ -99,12 +99,9 @@ def build_session(
 def keep(rows: DataFrame, held: ExitStack) -> DataFrame:
     """Materialise rows once, so each later action reads them instead of what they came from.
 
-    A local checkpoint keeps the rows as they are, serialized; measured cheaper than the
-    columnar cache of `persist` on the flag pass (500k rows: 4.8-5.4 CPU s to build against
-    8.8-12.8). On disk rather than in memory: building and reading it cost the same CPU
-    (500k, three rounds), and in local mode, where the driver's JVM holds the blocks a memory
-    level keeps, its old generation after GC at 2M fell from 937 to 54 MiB (bench/README.md).
-    `release` frees it when `held` closes.
+    A local checkpoint on disk keeps the rows as they are, serialized: cheaper to build than
+    the columnar cache of `persist`, and it leaves the driver's heap flat in local mode
+    (docs/decisions/003-the-pass-kept-on-disk.md). `release` frees it when `held` closes.
     """
     kept = rows.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
     held.callback(release, kept)
