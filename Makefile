@@ -22,8 +22,9 @@ $(JAR): $(JAVA_SOURCES) jvm/build_jar.sh $(STAMP)
 	bash jvm/build_jar.sh $(BIN)/python $@
 
 # A class-data-sharing archive for a local env's short Spark JVMs (scripts/cds_archive.py), made
-# by one training job (~60 s of CPU): 4-5 s less CPU for each later spark-submit of a small
-# batch, 8-14 s less for an `airflow dags test`. Never fails the build.
+# once by one training job; each later spark-submit of a small batch and each `airflow dags test`
+# starts with Spark's classes mapped (docs/decisions/009-short-jvms-class-data-sharing-and-c1.md).
+# Never fails the build.
 CDS := build/spark-cds.jsa
 cds: $(CDS)
 
@@ -61,8 +62,8 @@ browser-tools:
 	@(command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1) || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null) || echo "could not install chromium: the browser test skips (fails under CI=true)"
 
 # Two workers, a test module to a worker (its module-scoped servers stay in one process): run one at
-# a time, the end-to-end tests' Spark and Airflow processes leave the two cores idle 41% of the time
-# (bench/README.md).
+# a time, the end-to-end tests' Spark and Airflow processes leave the two cores idle much of the time
+# (docs/decisions/011-two-test-workers.md).
 test: $(STAMP) $(JAR) $(CDS) compose-tools browser-tools
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 --dist loadfile

@@ -10,7 +10,8 @@ medians. Each step ends in a cheap action (a count, an aggregate collected) unle
 
 Read it as a ladder: a design that judges every message and keeps its batch-wide verdicts
 (duplicates, conversation holds, line numbers) pays at least the pass, the batch's counts and one
-write of the valid rows, however it orders them (bench/README.md).
+write of the valid rows, however it orders them
+(docs/decisions/012-speed-targets-and-their-lower-bounds.md).
 """
 
 from __future__ import annotations

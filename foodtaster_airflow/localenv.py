@@ -28,15 +28,16 @@ VENV_BIN = Path(sys.executable).parent
 ADMIN_USER = "admin"
 LOCAL_SPARK = {"conn_type": "spark", "host": "local[2]"}
 DB_CACHE_ENV = "FOODTASTER_AIRFLOW_DB_CACHE"  # a folder for migrated SQLite DBs, one an Airflow version
-# The JIT of a local env's JVMs: a few hundred rows a batch, so C1 only (a spark-submit of
-# the tests' 200-row batch: 45 s of CPU with C2, 27 s without). Not for a real deployment:
-# at 2M rows C1 only is 2.5x slower (bench/README.md); the engine's JVM_OPTIONS stay.
+# The JIT of a local env's JVMs: a few hundred rows a batch, where C2's compiling costs more
+# than it gives back, so C1 only. Not for a real deployment, whose batches of millions of rows
+# need C2: the engine's JVM_OPTIONS stay
+# (docs/decisions/009-short-jvms-class-data-sharing-and-c1.md).
 SMALL_JVM_OPTIONS = f"{JVM_OPTIONS} -XX:TieredStopAtLevel=1"
 # A class-data-sharing archive of the classes a small validate job loads (`make cds`, from
 # scripts/cds_archive.py): a JVM maps 16,300 of the 24,400 classes it loads (most others are
 # made at run time: lambdas, generated code) parsed and verified instead of reading them from
-# Spark's jars. The validate job's spark-submit on 300 messages: 32-33 -> 28 s of CPU; a
-# test's `airflow dags test` of the DAG: 54-60 -> 46-47 s. Only when it exists: `make demo`,
+# Spark's jars, which shortens every short job's start
+# (docs/decisions/009-short-jvms-class-data-sharing-and-c1.md). Only when it exists: `make demo`,
 # `make airflow` and `make test` build it first, a plain checkout has none. A stale one
 # (Spark's jars changed since) is not used: the JVM says so in one warning line.
 CDS_ARCHIVE = PROJECT_ROOT / "build" / "spark-cds.jsa"
@@ -61,7 +62,7 @@ def small_spark_conf(archive: Path | None = CDS_ARCHIVE, jvm_options: str = SMAL
 
 # The `airflow` CLI as a local env runs it: Airflow's own entry point, with the garbage collector
 # frozen at exit. The interpreter's teardown otherwise walks Airflow's whole heap in full
-# collections: 3 s of CPU and of wall time after each `airflow dags test` (11 s without Spark).
+# collections after every command (docs/decisions/009-short-jvms-class-data-sharing-and-c1.md).
 # Registered before Airflow loads, it runs after Airflow's own exit handlers. -P: sys.path as
 # the `airflow` script has it (no working directory in front).
 AIRFLOW_CLI = ("import atexit, gc, sys; atexit.register(gc.freeze); sys.argv[0] = 'airflow'; "

@@ -4,10 +4,11 @@
 
 A training run: spark-submit of the validate job on a generated 300-message batch, as a local
 env's Airflow task submits it, its JVM started with -XX:ArchiveClassesAtExit. The JVM writes the
-archive as it exits (about 26 s of CPU, once a checkout); later JVMs started with
--XX:SharedArchiveFile (foodtaster_airflow.localenv.small_spark_conf) map those classes instead
-of loading them from Spark's jars. The archive holds the class path it was made with: one made
-under another venv is stale, and the JVM falls back to loading every class.
+archive as it exits (once a checkout); later JVMs started with -XX:SharedArchiveFile
+(foodtaster_airflow.localenv.small_spark_conf) map those classes instead of loading them from
+Spark's jars (docs/decisions/009-short-jvms-class-data-sharing-and-c1.md). The archive holds
+the class path it was made with: one made under another venv is stale, and the JVM falls back
+to loading every class.
 
 Never fails: without an archive everything works, only slower. It says why there is none and
 exits 0. The JVM writes to a temporary name that is renamed once a JVM has mapped it: a

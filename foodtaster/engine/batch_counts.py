@@ -4,9 +4,9 @@ Three things need every row of the kept pass before any row is written: the file
 (for line numbers and the lines read), the key hashes that repeat (`duplicates`) and the
 groups of the failed rows (`groups`). They are one aggregate over Spark's grouping sets:
 each row is expanded into one row a set before the map side aggregates, so the kept pass is
-read once and shuffled once, as small as the splits, the repeated keys and the failed groups.
-Counted as two aggregates (the splits, then the keys), a 2M batch took 0.2-1.0 s more warm and
-about 2 s more in a fresh JVM (bench/README.md).
+read once and shuffled once, as small as the splits, the repeated keys and the failed groups,
+rather than in two aggregates (the splits, then the keys), two scans and two shuffles
+(docs/decisions/007-the-batch-counted-in-one-aggregate.md).
 """
 
 from __future__ import annotations
@@ -78,8 +78,9 @@ def shuffled_into(spark: SparkSession, tasks: int) -> Iterator[None]:
     """Plans built and run inside shuffle into exactly `tasks` partitions.
 
     An aggregate shuffles into `spark.sql.shuffle.partitions`, which adaptive execution then
-    coalesces by bytes: the repeated keys' hash maps ended up two tasks of 5M keys at 10M
-    messages, 1 GiB of the driver's heap (bench/README.md). Spark has no partition count for
+    coalesces by bytes: the repeated keys' hash maps ended up in two tasks holding half the
+    batch's keys each, the driver's largest allocation in local mode
+    (docs/decisions/007-the-batch-counted-in-one-aggregate.md). Spark has no partition count for
     one aggregate, so this sets the session's for the block and puts it back after.
     """
     settings = {"spark.sql.shuffle.partitions": str(tasks),

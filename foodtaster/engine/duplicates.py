@@ -18,8 +18,8 @@ from foodtaster.engine.suspects import hash_or_null
 
 # The most key hashes one task of the batch's counts holds (`batch_counts`). That count's hash
 # map is the job's largest allocation: with Spark's partitions (AQE coalesced them to two) it grew
-# to 1 GiB of the driver's heap at 10M messages; at about 300k keys a task it stays near 100 MiB
-# at any size.
+# with the batch; bounded by keys a task, it stays the same size at any batch size
+# (docs/decisions/013-a-flat-driver-heap.md).
 KEYS_PER_TASK = 250_000
 
 

@@ -185,7 +185,7 @@ def run_gate(
     batch = (
         # Not cached: GX would cache the rows before its first aggregate and keep them cached after
         # the gate. Each of the suite's few aggregates reads its Parquet columns about as fast
-        # as the cache serves them, and the first run in a JVM is faster (bench/README.md, Gate).
+        # as the cache serves them (docs/decisions/008-the-gate-on-the-written-rows.md).
         context.data_sources.add_spark(name="foodtaster", persist=False)
         .add_dataframe_asset(name=dataset)
         .add_batch_definition_whole_dataframe(batch_id)

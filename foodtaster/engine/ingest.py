@@ -28,7 +28,8 @@ def on_disk(uri: Column) -> Column:
 
     `url_decode` would read a literal `+` (which Hadoop leaves unencoded) as a space, so it is
     escaped first. A path without `%` is already spelled as on disk: only those are decoded,
-    since the decode runs on every line (about 15% of the floor's CPU when it ran on all).
+    since the decode runs on every line
+    (docs/decisions/002-one-cheap-pass-then-explain-the-failed.md).
     """
     return F.when(uri.contains("%"), F.url_decode(F.regexp_replace(uri, r"\+", "%2B"))).otherwise(uri)
 
@@ -92,8 +93,8 @@ def split_offsets(lines: DataFrame) -> DataFrame:
 
 # `jvm/src/foodtaster/jvm/SplitLineNumbers.java`: a row id's line in its file, by a binary search
 # of the splits' first row ids. In place of a broadcast hash join on (file path, split start),
-# which hashed a path a row: the 2M valid write 0.3 s shorter warm, one Spark job fewer in it
-# and in the suspects' judgement (bench/README.md).
+# which hashed a path a row and cost a Spark job in the valid write and in the suspects'
+# judgement (docs/decisions/005-line-numbers-by-row-id.md).
 SPLIT_LINE_NUMBERS_CLASS = "foodtaster.jvm.SplitLineNumbers"
 
 

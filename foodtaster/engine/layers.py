@@ -26,9 +26,9 @@ from foodtaster.engine.reasons import REASONS, VALUE_MAX_CHARS
 TEXT = "_text"
 LINE_REASONS = "_line_reasons"  # the bytes or parse reasons of a line; null for one JSON object
 UDF_CLASS = "foodtaster.jvm.StrictLineUdf"
-# One scan of an ISO-8601 text for its instant (`jvm/src/foodtaster/jvm/IsoTimestamp.java`), in
-# place of a pattern match and Spark's string-to-timestamp cast: the pass at 2M took 3.8 s
-# against 5.1 s warm (bench/README.md).
+# One scan of an ISO-8601 text for its verdict and instant (`jvm/src/foodtaster/jvm/IsoTimestamp.java`),
+# in place of a pattern match and Spark's string-to-timestamp cast, two passes over the text
+# (docs/decisions/001-strict-parser-in-the-jvm.md).
 ISO_TIMESTAMP_CLASS = "foodtaster.jvm.IsoTimestamp"
 ISO_TIMESTAMP_FUNCTION = "foodtaster_iso_timestamp_micros"
 

@@ -318,7 +318,8 @@ def _totals(by_batch: dict[str, dict[str, Any]]) -> dict[str, int]:
 
 
 def _record(log: dispo.Dispositions, judged: DataFrame, run: RedriveRun, written: dict[str, str]) -> None:
-    """One event an outcome, after the data is safely written (DESIGN: state written last)."""
+    """One event an outcome, after the data is safely written: state is written last, so a
+    crash before it leaves no event naming rows that were not written (`docs/lake.md`)."""
     rows = judged.select(*LINEAGE_KEYS, "batch_date", "_redrive",
                          F.col("reasons.rule").alias("_rules")).collect()
     common = {"by": run.by, "run": run.partition_id, "why": run.why or "redrive"}

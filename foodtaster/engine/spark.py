@@ -12,21 +12,23 @@ from pyspark import SparkConf, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 # The validation pass compiles to one large generated method a stage; HotSpot leaves methods
-# over 8000 bytes of bytecode to the interpreter unless told otherwise (measured: 1.7x slower).
+# over 8000 bytes of bytecode to the interpreter unless told otherwise, which the pass cannot
+# afford (docs/decisions/010-engine-jvm-and-spark-settings.md).
 JVM_OPTIONS = "-XX:-DontCompileHugeMethods"
 # A broadcast join's hash table on a string key takes at least one memory page, and Spark's
 # default page (64 MiB with a 6 GiB driver on two cores) made each small table the job
-# broadcast (then the split offsets, the repeated keys, the held groups) hold 64 MiB of heap until released:
-# 391 of the driver's live 500 MiB at 2M, in local mode (bench/README.md). A page of 4 MiB
-# still holds any row; larger buffers take more pages.
+# broadcast hold 64 MiB of heap until released, most of the driver's live heap in local mode
+# (docs/decisions/013-a-flat-driver-heap.md). A page of 4 MiB still holds any row; larger
+# buffers take more pages.
 PAGE_SIZE = "4m"
 JVM_CONF = {
     "spark.driver.extraJavaOptions": JVM_OPTIONS, "spark.executor.extraJavaOptions": JVM_OPTIONS,
     "spark.buffer.pageSize": PAGE_SIZE,
 }
 # PySpark sends the JVM the Python call site of every Column function it runs, for the "DataFrame
-# query context" of Spark's error messages: about seven Py4J calls an operation, 60% of those that
-# build a contract's checks (12,300 calls to 4,700; bench/README.md). Off unless a --conf turns it on.
+# query context" of Spark's error messages: about seven Py4J calls an operation, most of those that
+# build a contract's checks, paid in every fresh JVM
+# (docs/decisions/010-engine-jvm-and-spark-settings.md). Off unless a --conf turns it on.
 PYTHON_CALL_SITES = "spark.python.sql.dataFrameDebugging.enabled"
 # The strict line parser (jvm/), built by `make jar`; a deployment may keep it elsewhere.
 DEFAULT_JAR = Path(__file__).resolve().parents[2] / "build" / "foodtaster-jvm.jar"

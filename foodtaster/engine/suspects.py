@@ -13,9 +13,10 @@ one broadcast lookup of a long a watched column:
 A hash collision only makes a row a suspect, where it is judged on its real key and group.
 
 The kept pass holds the bytes of its failed rows only (`bytes_of_failed_only`): a cleared row
-is written without them, and carrying every row's bytes through the pass's checkpoint and its
-scans cost more than reading the few suspects that passed again (`with_bytes_read_again`),
-checked against a hash of their bytes the pass kept (bench/README.md).
+is written without them, and the few suspects that passed have theirs read again
+(`with_bytes_read_again`), checked against a hash of their bytes the pass kept, rather than
+every row's bytes carried through the pass's checkpoint and its scans
+(docs/decisions/003-the-pass-kept-on-disk.md, 006-suspects-judged-alone.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The job on a generated batch with every kind of poison, held to DESIGN.md's invariants
-and to the generator's answer for every line."""
+"""The job on a generated batch with every kind of poison, held to the invariants (messages =
+valid + quarantined + duplicates dropped; every valid row passes pandera; every quarantined row
+keeps its exact bytes, file and line: README, "How a message is judged") and to the generator's
+answer for every line."""
 
 from __future__ import annotations
 
@@ -344,7 +346,7 @@ def test_the_batch_is_counted_once_whatever_reads_its_counts(tasted_with_plans):
     """The repeated keys and the failed groups are both joined back onto the kept pass. Were the
     counts cached rather than kept, Spark would give the second copy of the kept pass in one plan
     new attribute ids, miss the cache, and scan and count the whole batch again, in the suspects'
-    step and in the valid write (bench/README.md)."""
+    step and in the valid write (docs/decisions/007-the-batch-counted-in-one-aggregate.md)."""
     run, summary, plans = tasted_with_plans
     assert run.config.group_by and summary["duplicates_dropped"] > 0 and summary["quarantined"] > 0
     counting = [plan for plan in plans if "spark_grouping_id" in plan]
@@ -354,7 +356,7 @@ def test_the_batch_is_counted_once_whatever_reads_its_counts(tasted_with_plans):
 def test_the_pass_is_counted_on_top_of_what_is_kept(tasted_with_plans):
     """Spark generates no code for an observation (`CollectMetrics`): the pass's row count with
     a projection above it split the pass's generated code in two, and every row was copied once
-    more (bench/README.md)."""
+    more (docs/decisions/003-the-pass-kept-on-disk.md)."""
     _, _, plans = tasted_with_plans
     (the_pass,) = [plan for plan in plans if "CollectMetrics" in plan and "foodtaster_strict_line" in plan]
     tree = the_pass.split("\n\n")[0].splitlines()

@@ -164,7 +164,7 @@ def test_a_source_entry_is_checked():
 
 
 def test_the_job_judges_a_broker_batch_with_the_brokers_lineage(spark, stream, tmp_path):
-    """Every layer, reason and count of DESIGN.md on a batch landed from JetStream: the
+    """Every layer, reason and count of `docs/judging.md` on a batch landed from JetStream: the
     generator's answer for every message, payloads byte for byte, sequence as line number."""
     import dataclasses
 
