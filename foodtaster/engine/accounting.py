@@ -35,7 +35,8 @@ def check_accounting(
 def quarantine_counts(quarantine: DataFrame) -> tuple[int, dict[str, int]]:
     """How many rows the quarantine holds, and how many of them each rule caught (most first,
     then by rule), in one aggregate: each row counts once as `ROWS` and once a rule it has.
-    One Spark execution, not a count and a sorted aggregate."""
+    One Spark execution, not a count and a sorted aggregate
+    (docs/decisions/007-the-batch-counted-in-one-aggregate.md)."""
     row_rules = F.coalesce(F.array_distinct("reasons.rule"), F.array().cast("array<string>"))
     counted = {
         r["rule"]: r["count"]

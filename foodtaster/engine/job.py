@@ -174,13 +174,14 @@ def _judge_every_message(batch: _Batch, lines: DataFrame, held: ExitStack) -> tu
     if batch.run.gate:
         # Great Expectations is imported while Spark runs the pass, after its plan is built:
         # started with the batch, the import's Python held the GIL against the Py4J calls
-        # that build the plan.
+        # that build the plan (docs/decisions/008-the-gate-on-the-written-rows.md).
         from foodtaster.engine.gate import import_ahead
 
         import_ahead()
     # How many messages the pass holds, counted while it is kept: the batch's counts shuffle
     # into a task a `KEYS_PER_TASK` of them. Observed last: Spark generates no code for an
-    # observation, so one between two projections split the pass's generated code in two.
+    # observation, so one between two projections split the pass's generated code in two
+    # (docs/decisions/003-the-pass-kept-on-disk.md).
     observed = Observation()
     kept = keep(bytes_of_failed_only(the_pass).observe(observed, F.count(F.lit(1)).alias("rows")), held)
     fault_point("flagged")
@@ -202,7 +203,8 @@ def _split_write_and_account(spark: SparkSession, batch: _Batch, lines: DataFram
     # read and the files' newest time come from the splits, and the writes number the lines from
     # them by row id (`ingest.with_line_numbers`). The counts are kept, not cached: two sets drawn
     # from them are joined back onto the kept pass, and Spark renames the second copy of a
-    # relation in one plan, which a cache then misses.
+    # relation in one plan, which a cache then misses
+    # (docs/decisions/007-the-batch-counted-in-one-aggregate.md).
     with batch_counts.shuffled_into(spark, batch_counts.partitions(messages_kept)):
         counts = keep(batch_counts.batch_counts(kept, key, group_hash), held)
         split_rows = batch_counts.split_offsets(counts).collect()
@@ -272,7 +274,8 @@ def _split_write_and_account(spark: SparkSession, batch: _Batch, lines: DataFram
 
 
 def _gate(batch: _Batch, valid: DataFrame) -> GateResult:
-    """Step 7: the batch gate on the written valid rows, once what the batch kept is freed."""
+    """Step 7: the batch gate on the written valid rows, once what the batch kept is freed
+    (docs/decisions/008-the-gate-on-the-written-rows.md)."""
     run, config = batch.run, batch.run.config
     mark = time.perf_counter()
     if not run.gate:
