@@ -18,8 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from foodtaster.errors import UsageError
 
-class ReferenceError(ValueError):
+
+class ContractReferenceError(UsageError):
     """A `references` or `retry` declaration that cannot be read; the message says how to write it."""
 
 
@@ -60,11 +62,11 @@ def _policy(field: str, retry: Any) -> RetryPolicy | None:
         policy = RetryPolicy(int(retry["max_attempts"]), float(retry["backoff_s"]),
                              float(retry.get("backoff_factor", 2.0)))
     except (KeyError, TypeError, ValueError) as err:
-        raise ReferenceError(
+        raise ContractReferenceError(
             f"{field}: retry must be {{max_attempts: int, backoff_s: seconds, backoff_factor: x}}: {err}"
         ) from err
     if policy.max_attempts < 1 or policy.backoff_s < 0 or policy.backoff_factor < 1:
-        raise ReferenceError(f"{field}: need max_attempts >= 1, backoff_s >= 0, backoff_factor >= 1")
+        raise ContractReferenceError(f"{field}: need max_attempts >= 1, backoff_s >= 0, backoff_factor >= 1")
     return policy
 
 
@@ -77,7 +79,7 @@ def read_references(model: type) -> list[Reference]:
             continue
         dataset, dot, key = str(meta["references"]).partition(".")
         if not dot or not dataset or not key:
-            raise ReferenceError(f"{model.__name__}.{name}: references must be '<dataset>.<field>'")
+            raise ContractReferenceError(f"{model.__name__}.{name}: references must be '<dataset>.<field>'")
         found.append(Reference(name, dataset, key, _policy(f"{model.__name__}.{name}", meta.get("retry"))))
     return found
 

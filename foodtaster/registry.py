@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from foodtaster.errors import UsageError
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REGISTRY = PROJECT_ROOT / "pipeline.yaml"
 DEFAULT_LAKE = PROJECT_ROOT / "data" / "lake"
@@ -26,7 +28,7 @@ def line_read_bytes(max_message_bytes: int) -> int:
     return max_message_bytes + 3
 
 
-class RegistryError(ValueError):
+class RegistryError(UsageError):
     """pipeline.yaml is missing, malformed, or names something that does not exist."""
 
 

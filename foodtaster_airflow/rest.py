@@ -14,10 +14,12 @@ from typing import Any
 
 import requests
 
+from foodtaster.errors import Failed
+
 API_CONN_ID = "airflow_api"  # an HTTP connection to the api-server, with a user allowed to pause
 
 
-class AirflowApiError(RuntimeError):
+class AirflowApiError(Failed):
     pass
 
 

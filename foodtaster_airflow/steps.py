@@ -12,6 +12,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from foodtaster.errors import Failed
 from foodtaster.registry import DatasetConfig, get_dataset, lake_root
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow import channels
@@ -26,7 +27,7 @@ TOP_REASONS = 5
 RUN_NOTE_CHARS = 1000  # Airflow's limit for a run's note
 
 
-class PipelineError(RuntimeError):
+class PipelineError(Failed):
     """A run cannot go on: a named batch was never landed, a summary is missing."""
 
 

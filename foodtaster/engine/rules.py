@@ -38,6 +38,7 @@ from foodtaster.checks import COMPARISONS
 from foodtaster.engine import layers
 from foodtaster.engine.layers import FieldStatus
 from foodtaster.engine.reasons import Check, check
+from foodtaster.errors import UsageError
 
 # What the value of an `out_of_range` field is, by the field's JSON type.
 OUT_OF_RANGE_WORDS = {
@@ -46,7 +47,7 @@ OUT_OF_RANGE_WORDS = {
 }
 
 
-class ContractError(ValueError):
+class ContractError(UsageError):
     """The contract uses something the Spark evaluator cannot give pandera's meaning to."""
 
 

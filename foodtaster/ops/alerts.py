@@ -19,6 +19,7 @@ from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from typing import TYPE_CHECKING, Any
 
+from foodtaster.errors import Failed
 from foodtaster.logs import batch_logger
 from foodtaster.ops.alert_render import (
     Block,
@@ -62,7 +63,7 @@ PATH_LABELS = {
 }
 
 
-class AlertDeliveryError(RuntimeError):
+class AlertDeliveryError(Failed):
     """An alert could not be delivered; the message says where to, never the secret."""
 
 

@@ -15,9 +15,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-USAGE_ERROR = 2
-NOT_FOUND = 1
-BUSY = 3  # the batch is being written: try again later
+from foodtaster.errors import UsageError
+
+USAGE_ERROR = UsageError.exit_code
 RAW_CHARS = 300  # raw text shown per row in `quarantine show` (all of it with --json)
 CELL_CHARS = 60  # a table cell is cut to this many characters
 
@@ -37,25 +37,18 @@ def main(argv: list[str] | None = None) -> int:
     _add_way_out_commands(commands)
 
     args = parser.parse_args(argv)
-    from foodtaster.registry import RegistryError
-    from foodtaster.sources.inbox import SupersedeError
-    from foodtaster.state.browse import NotInLake
-    from foodtaster.state.dispositions import DispositionError
-    from foodtaster.state.lease import LeaseHeld
-    from foodtaster.state.poison import PoisonListError
-    from foodtaster.state.release import ReleaseError
+    from foodtaster.errors import Busy, FoodtasterError
 
     try:
         return int(args.run(args) or 0)
-    except (PoisonListError, RegistryError, ReleaseError, SupersedeError, DispositionError) as err:
-        print(f"foodtaster: error: {err}", file=sys.stderr)
-        return USAGE_ERROR
-    except NotInLake as err:
-        print(f"foodtaster: {err}", file=sys.stderr)
-        return NOT_FOUND
-    except LeaseHeld as err:  # a run of the batch is live: a recall waits for it
-        print(f"foodtaster: {err}; try again when it has finished", file=sys.stderr)
-        return BUSY
+    except FoodtasterError as err:  # its exit code says what kind: usage, not found, busy
+        if isinstance(err, UsageError):
+            print(f"foodtaster: error: {err}", file=sys.stderr)
+        elif isinstance(err, Busy):  # a run of the batch is live: a recall waits for it
+            print(f"foodtaster: {err}; try again when it has finished", file=sys.stderr)
+        else:
+            print(f"foodtaster: {err}", file=sys.stderr)
+        return err.exit_code
 
 
 def _add_lake_commands(commands: argparse._SubParsersAction) -> None:

@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from foodtaster.errors import NotFound
 from foodtaster.ops.trend import dataset_trend, describe, render_trend
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json
@@ -20,7 +21,7 @@ from foodtaster.state.ledger import batch_entries
 RECENT_BATCHES = 30
 
 
-class PageNotFound(LookupError):
+class PageNotFound(NotFound):
     """The dataset or batch asked for is not there; the message says which and what is."""
 
 

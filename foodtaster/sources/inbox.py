@@ -27,6 +27,7 @@ from typing import Any
 
 import fsspec
 
+from foodtaster.errors import Failed, UsageError
 from foodtaster.logs import batch_logger
 from foodtaster.sources.lines import CHUNK_BYTES, Limits, scan
 from foodtaster.sources.raw_batch import (
@@ -46,13 +47,15 @@ NAME_MAX = 255  # bytes in one file name on Linux file systems
 SUPERSEDES = "_SUPERSEDES"  # marker in an inbox folder: its new files replace the batch's landed ones
 
 
-class LandingError(RuntimeError):
+class LandingError(Failed):
     """A batch cannot be landed as recorded (a landed file is gone, or changed mid-copy)."""
 
 
 class SupersedeError(LandingError):
     """New files for a held batch without a `_SUPERSEDES` marker: they would mix a poisoned
     delivery with its correction. The message says how to replace the delivery on purpose."""
+
+    exit_code = UsageError.exit_code  # the producer's delivery, not an outage: say what to do
 
 
 def land_batch(

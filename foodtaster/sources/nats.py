@@ -30,6 +30,7 @@ from typing import Any
 
 import fsspec
 
+from foodtaster.errors import Failed
 from foodtaster.logs import batch_logger
 from foodtaster.registry import NatsSource
 from foodtaster.sources.raw_batch import (
@@ -46,7 +47,7 @@ FETCH_BATCH = 1000  # messages asked for in one pull request
 FETCH_TIMEOUT_S = 1.0  # an empty pull waits this long before the stream counts as drained
 
 
-class SourceUnavailable(RuntimeError):
+class SourceUnavailable(Failed):
     """The broker cannot be reached: infrastructure, so the task fails and Airflow retries."""
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 
+from foodtaster.errors import FoodtasterError
 from foodtaster.state.browse import Partition, partitions, read_table, row_count
 from foodtaster.state.dispositions import DUPLICATE, PURGED, REDRIVEN, Dispositions
 from foodtaster.state.lake import Lake, exists, read_json
@@ -27,7 +28,7 @@ from foodtaster.state.lake import Lake, exists, read_json
 REDRIVE_PREFIX = "redrive-"
 
 
-class AccountsDoNotAddUp(AssertionError):
+class AccountsDoNotAddUp(FoodtasterError, AssertionError):
     """A batch whose messages are not all valid, quarantined, dropped or purged, once each."""
 
 

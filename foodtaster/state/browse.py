@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from foodtaster.errors import NotFound
 from foodtaster.lineage import LINEAGE
 from foodtaster.rule_ids import LISTED as LISTED_RULE
 from foodtaster.state.lake import Lake, read_json
@@ -36,7 +37,7 @@ from foodtaster.state.poison import Seen
 CHUNK_BYTES = 1 << 20
 
 
-class NotInLake(LookupError):
+class NotInLake(NotFound):
     """What was asked for is not in the lake; the message says where it looked."""
 
 

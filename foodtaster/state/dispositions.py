@@ -47,6 +47,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
+from foodtaster.errors import UsageError
 from foodtaster.lineage import parse_lineage_key
 from foodtaster.logs import batch_logger
 from foodtaster.state.events import Event, EventLog
@@ -63,7 +64,7 @@ DETAILS = ("reasons", "attempts", "next_at", "where")
 COMPACT_AFTER = 200  # events after the latest snapshot before a writer takes a new one
 
 
-class DispositionError(ValueError):
+class DispositionError(UsageError):
     """An event that cannot be recorded as asked; the message says what to do."""
 
 

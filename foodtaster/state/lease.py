@@ -23,12 +23,13 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from foodtaster.errors import Busy
 from foodtaster.state.lake import Lake, check_batch_id, read_json, write_json
 
 DEFAULT_TTL = timedelta(hours=6)  # longer than any batch; a dead holder elsewhere blocks this long
 
 
-class LeaseHeld(RuntimeError):
+class LeaseHeld(Busy):
     """Another live run holds the batch."""
 
 

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from foodtaster.errors import UsageError
 from foodtaster.logs import batch_logger
 from foodtaster.state.events import Event, EventLog
 from foodtaster.state.lake import Lake
@@ -29,7 +30,7 @@ FINGERPRINT_PATTERN = re.compile(r"^[0-9a-f]{64}$")
 COMPACT_AFTER = 200  # events after the latest snapshot before a writer takes a new one
 
 
-class PoisonListError(ValueError):
+class PoisonListError(UsageError):
     """An entry that cannot be added or removed as asked; the message says what to do."""
 
 

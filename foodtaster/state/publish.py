@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from foodtaster.errors import Failed
 from foodtaster.logs import batch_logger
 from foodtaster.state.lake import (
     Lake,
@@ -19,7 +20,7 @@ from foodtaster.state.lake import (
 from foodtaster.state.lease import batch_lease
 
 
-class UnjudgedRunError(RuntimeError):
+class UnjudgedRunError(Failed):
     """The rows staged now are not the run the gate judged: another run staged its own since."""
 
 

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from foodtaster import rule_ids
+from foodtaster.errors import Failed
 from foodtaster.logs import batch_logger
 from foodtaster.state import ledger
 from foodtaster.state.browse import (
@@ -58,7 +59,7 @@ RULE = rule_ids.RECALLED
 REASON = pa.struct([(name, pa.string()) for name in ("layer", "rule", "column", "message", "value")])
 
 
-class RecallDoesNotAddUp(RuntimeError):
+class RecallDoesNotAddUp(Failed):
     """After the rewrite, valid + quarantined + duplicates dropped is not the batch's messages."""
 
 

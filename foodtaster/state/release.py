@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from foodtaster.errors import UsageError
 from foodtaster.logs import batch_logger
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json, run_id_from, write_json
@@ -21,7 +22,7 @@ from foodtaster.state.lease import batch_lease
 from foodtaster.state.publish import publish_batch
 
 
-class ReleaseError(ValueError):
+class ReleaseError(UsageError):
     """A batch that cannot be released; the message says why and what to do."""
 
 

@@ -10,8 +10,8 @@ from pandera.typing import Series
 
 from contracts.orders import Orders
 from foodtaster.contract_references import (
+    ContractReferenceError,
     Reference,
-    ReferenceError,
     RetryPolicy,
     read_references,
     retryable,
@@ -39,9 +39,9 @@ def test_a_badly_written_reference_says_how_to_write_it():
         a: Series[str] = pa.Field(metadata={"references": "c.id", "retry": {"max_attempts": 0,
                                                                             "backoff_s": 1}})
 
-    with pytest.raises(ReferenceError, match="<dataset>.<field>"):
+    with pytest.raises(ContractReferenceError, match="<dataset>.<field>"):
         read_references(Bad)
-    with pytest.raises(ReferenceError, match="max_attempts >= 1"):
+    with pytest.raises(ContractReferenceError, match="max_attempts >= 1"):
         read_references(BadRetry)
 
 
