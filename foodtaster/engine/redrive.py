@@ -52,7 +52,7 @@ from foodtaster.engine.judging import (
     valid_rows,
     with_reasons,
 )
-from foodtaster.lineage import LINEAGE_KEY as LINEAGE_KEYS
+from foodtaster.lineage import LINEAGE_KEY
 from foodtaster.logs import batch_logger
 from foodtaster.registry import DatasetConfig
 from foodtaster.state import dispositions as dispo
@@ -141,14 +141,14 @@ def select_quarantined(spark: SparkSession, lake: Lake, dataset: str, selection:
         if contract_key is None:
             raise ValueError(f"{dataset}: --message-id needs a message_id column in the quarantine")
         rows = rows.where(F.col(contract_key) == selection.message_id)
-    rows = rows.select("_raw", *LINEAGE_KEYS, "_ingested_at", "batch_date",
+    rows = rows.select("_raw", *LINEAGE_KEY, "_ingested_at", "batch_date",
                        F.array_distinct(F.col("reasons.rule")).alias("_old_rules"))
     state = state if state is not None else dispo.Dispositions(lake, dataset).state()
     settled = [(r.batch_id, r.source_file, r.line_number) for r, status in state
                if status.status in dispo.SETTLED]
     if settled:
         done = spark.createDataFrame(settled, "_batch_id string, _source_file string, _line_number long")
-        rows = rows.join(F.broadcast(done), LINEAGE_KEYS, "left_anti")
+        rows = rows.join(F.broadcast(done), list(LINEAGE_KEY), "left_anti")
     return rows
 
 
@@ -158,9 +158,9 @@ def as_lines(rows: DataFrame) -> DataFrame:
     `_row_id` orders copies of one key (the first is kept): a hash of the lineage,
     the same on every run, so a rerun judges the same way."""
     return rows.select(
-        F.col("_raw").cast("string").alias("_text"), "_raw", *LINEAGE_KEYS, "_ingested_at", "batch_date",
+        F.col("_raw").cast("string").alias("_text"), "_raw", *LINEAGE_KEY, "_ingested_at", "batch_date",
         "_old_rules", F.lit(0).cast("long").alias("_split_start"),
-        F.xxhash64(*LINEAGE_KEYS).alias("_row_id"),
+        F.xxhash64(*LINEAGE_KEY).alias("_row_id"),
     )
 
 
@@ -320,7 +320,7 @@ def _totals(by_batch: dict[str, dict[str, Any]]) -> dict[str, int]:
 def _record(log: dispo.Dispositions, judged: DataFrame, run: RedriveRun, written: dict[str, str]) -> None:
     """One event an outcome, after the data is safely written: state is written last, so a
     crash before it leaves no event naming rows that were not written (`docs/lake.md`)."""
-    rows = judged.select(*LINEAGE_KEYS, "batch_date", "_redrive",
+    rows = judged.select(*LINEAGE_KEY, "batch_date", "_redrive",
                          F.col("reasons.rule").alias("_rules")).collect()
     common = {"by": run.by, "run": run.partition_id, "why": run.why or "redrive"}
     published = [r for r in rows if r["_redrive"] == PUBLISHED]
