@@ -137,7 +137,7 @@ def test_a_redrive_beside_a_scheduled_run_of_the_dataset_leaves_every_count_righ
     with ThreadPoolExecutor(2) as pool:
         batch = pool.submit(run_batch, spark, scheduled)
         redrive = pool.submit(_redrive, spark, lake, day3, redrive_id="r4")
-        summary, _ = batch.result(), redrive.result()
+        summary, _ = batch.result().to_json(), redrive.result()
     assert summary["messages"] == summary["valid"] + summary["quarantined"] + summary["duplicates_dropped"]
     check_accounts(lake, "orders")
     _redrive(spark, lake, day3, redrive_id="r5")
