@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproje
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: demo demo-engine test bench venv jar cds clean lock airflow compose-tools browser-tools
+.PHONY: demo demo-engine test typecheck bench venv jar cds clean lock airflow compose-tools browser-tools
 
 venv: $(STAMP)
 
@@ -66,7 +66,12 @@ browser-tools:
 # (docs/decisions/011-two-test-workers.md).
 test: $(STAMP) $(JAR) $(CDS) compose-tools browser-tools
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadfile
+
+# mypy on the packages, as configured in pyproject.toml ([tool.mypy])
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 bench: $(STAMP) $(JAR)
 	$(BIN)/python bench/bench_validate.py

@@ -16,7 +16,10 @@ reads the policies here to decide whether a pass has anything to do before Spark
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # read without pandera's import (the DAG's retry task)
+    from pandera.pandas import DataFrameModel
 
 from foodtaster.errors import UsageError
 
@@ -70,7 +73,7 @@ def _policy(field: str, retry: Any) -> RetryPolicy | None:
     return policy
 
 
-def read_references(model: type) -> list[Reference]:
+def read_references(model: type[DataFrameModel]) -> list[Reference]:
     """The reference checks a pandera model declares in its fields' metadata."""
     found = []
     for name, column in model.to_schema().columns.items():

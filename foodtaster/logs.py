@@ -19,7 +19,7 @@ class BatchLogger(logging.LoggerAdapter):
         if not self.isEnabledFor(level):
             return
         fields = kwargs.pop("fields", {}) or {}
-        context = " ".join(f"{k}={_render(v)}" for k, v in {**self.extra, **fields}.items())
+        context = " ".join(f"{k}={_render(v)}" for k, v in {**(self.extra or {}), **fields}.items())
         if args:  # the line is %-formatted: values are data, never format directives
             context = context.replace("%", "%%")
         kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 1  # the caller's line, not this one

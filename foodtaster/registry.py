@@ -7,11 +7,14 @@ import os
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from foodtaster.errors import UsageError
+
+if TYPE_CHECKING:  # the registry is read without pandera (the CLI, DAG parsing)
+    from pandera.pandas import DataFrameModel
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REGISTRY = PROJECT_ROOT / "pipeline.yaml"
@@ -93,6 +96,14 @@ class AlertChannels:
 
 
 @dataclass(frozen=True)
+class Conversation:
+    """A dataset's messages as conversations: one group a `group_by` value, in `order_by` order."""
+
+    group_by: str
+    order_by: str
+
+
+@dataclass(frozen=True)
 class DatasetConfig:
     name: str
     contract: str  # "module:Class" of a pandera DataFrameModel
@@ -113,7 +124,15 @@ class DatasetConfig:
     group_by: str | None = None
     order_by: str | None = None
 
-    def load_contract(self) -> type:
+    @property
+    def conversation(self) -> Conversation | None:
+        """`group_by` and `order_by` together (the registry refuses one without the other), or
+        None when the dataset's messages are not conversations."""
+        if not self.group_by or self.order_by is None:
+            return None
+        return Conversation(self.group_by, self.order_by)
+
+    def load_contract(self) -> type[DataFrameModel]:
         module_name, _, attr = self.contract.partition(":")
         try:
             return getattr(importlib.import_module(module_name), attr)

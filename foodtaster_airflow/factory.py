@@ -27,11 +27,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pendulum
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRule, task
 
-from foodtaster.registry import PROJECT_ROOT, DatasetConfig, load_registry
+from foodtaster.registry import PROJECT_ROOT, DatasetConfig, RegistryError, load_registry
 from foodtaster.state.lake import BATCH_ID_PATTERN
 from foodtaster_airflow import steps
 from foodtaster_airflow.spark_submit import RetryPassOperator, ValidateBatchOperator, redrive_arguments
@@ -46,7 +47,7 @@ DEFAULT_ARGS = {
     "retries": 1,  # a lake hiccup; every step can run again safely
     "retry_delay": timedelta(seconds=30),
 }
-VALIDATE_RETRIES = {
+VALIDATE_RETRIES: dict[str, Any] = {
     "retries": 3,
     "retry_delay": timedelta(seconds=30),
     "retry_exponential_backoff": 2.0,
@@ -122,6 +123,14 @@ def _doc_md(config: DatasetConfig) -> str:
     )
 
 
+def _start_date(config: DatasetConfig) -> pendulum.DateTime:
+    """The registry's `start_date` (a date, or a date and time) as the DAGs' start, in UTC."""
+    start = pendulum.parse(config.start_date, tz="UTC")
+    if not isinstance(start, pendulum.DateTime):  # a time alone or a duration parse too
+        raise RegistryError(f"dataset {config.name!r}: start_date {config.start_date!r} is not a date")
+    return start
+
+
 def build_dag(config: DatasetConfig) -> DAG:
     """The DAG of one dataset. Task bodies live in `foodtaster_airflow.steps`."""
     dataset = config.name
@@ -131,7 +140,7 @@ def build_dag(config: DatasetConfig) -> DAG:
         description=config.description or f"Foodtaster pipeline of {dataset}",
         doc_md=_doc_md(config),
         schedule=_schedule(config),
-        start_date=pendulum.parse(config.start_date, tz="UTC"),
+        start_date=_start_date(config),
         catchup=False,
         default_args=DEFAULT_ARGS,
         tags=["foodtaster", dataset],
@@ -179,18 +188,20 @@ def build_dag(config: DatasetConfig) -> DAG:
                 run_id=context["run_id"],
             )
 
+        # A decorated task's call is typed with the function's parameters, but takes the upstream
+        # tasks' XComArgs, which Airflow resolves to their values before it runs.
         landed = land()
-        gate_open = has_messages(landed)
+        gate_open = has_messages(landed)  # type: ignore[arg-type]
         validate = ValidateBatchOperator(
             task_id="validate",
             application=str(VALIDATE_JOB),
             dataset=dataset,
             **VALIDATE_RETRIES,
         )
-        decision = gate(landed)
-        published = publish(decision)
-        alerted = alert(decision)
-        recorded = ledger(landed)
+        decision = gate(landed)  # type: ignore[arg-type]
+        published = publish(decision)  # type: ignore[arg-type]
+        alerted = alert(decision)  # type: ignore[arg-type]
+        recorded = ledger(landed)  # type: ignore[arg-type]
 
         gate_open >> validate >> decision
         validate >> _retry_task(dataset)
@@ -256,7 +267,7 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
                 "held batch. Dry run is on by default: read the counts by rule in the redrive "
                 "task's log, then trigger again with it off. See docs/operations.md."),
         schedule=None,
-        start_date=pendulum.parse(config.start_date, tz="UTC"),
+        start_date=_start_date(config),
         catchup=False,
         default_args=DEFAULT_ARGS,
         tags=["foodtaster", dataset, "redrive"],
@@ -280,12 +291,12 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
         def release(planned: dict, **context) -> dict:
             return steps.release(dataset, planned, context["outlet_events"][asset])
 
-        planned = plan()
+        planned = plan()  # an XComArg, typed as the tasks' dict below (see build_dag)
         redrive = ValidateBatchOperator(
             task_id="redrive", application=str(REDRIVE_JOB), dataset=dataset,
             arguments=redrive_arguments(dataset), name=f"foodtaster-redrive-{dataset}", **VALIDATE_RETRIES,
         )
-        release(planned) >> wants_redrive(planned) >> redrive >> announce(planned)
+        release(planned) >> wants_redrive(planned) >> redrive >> announce(planned)  # type: ignore[arg-type]
     return dag
 
 

@@ -164,7 +164,7 @@ class ValidateBatchOperator(BaseOperator):
         return SparkJobHook(conf=self.conf, conn_id=self.conn_id, name=self.name,
                             application_args=self.application_args, env_vars=self.env_vars)
 
-    def execute(self, context: Any) -> None:
+    def execute(self, context: Any) -> dict[str, Any] | None:  # None: no XCom (a subclass may push one)
         env = job_environment()
         self.conf = submit_conf(env["PYSPARK_PYTHON"], os.environ.get(SPARK_CONF_ENV), self.conf)
         self.env_vars = {**env, **(self.env_vars or {})}
@@ -178,6 +178,7 @@ class ValidateBatchOperator(BaseOperator):
                     f"not retrying: {err}"
                 ) from err
             raise
+        return None
 
     def on_kill(self) -> None:
         if self.submission is not None:

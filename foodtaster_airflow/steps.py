@@ -403,11 +403,12 @@ def plan_redrive(dataset: str, params: dict[str, Any], run_id: str) -> dict[str,
 
     date_from, date_to = given("date_from"), given("date_to") or given("date_from")
     release_batch, why = given("release_batch"), given("why") or ""
+    batch_id = given("batch_id")
     if not date_from and not release_batch:
         raise PipelineError("give From batch date (to redrive) or Release held batch (to release), or both")
     if release_batch and not why:
         raise PipelineError("a release needs Why: the ledger records who released a held batch and why")
-    if date_from:
+    if date_from and date_to:  # date_to is date_from when not given
         check_date(date_from[:10])
         check_date(date_to[:10])
         if date_from[:10] > date_to[:10]:
@@ -415,7 +416,7 @@ def plan_redrive(dataset: str, params: dict[str, Any], run_id: str) -> dict[str,
     return {
         "lake": _lake().root, "redrive": bool(date_from), "release": release_batch,
         "date_from": date_from[:10] if date_from else None, "date_to": date_to[:10] if date_to else None,
-        "rule": given("rule"), "batch_id": check_batch_id(given("batch_id")) if given("batch_id") else None,
+        "rule": given("rule"), "batch_id": check_batch_id(batch_id) if batch_id else None,
         "message_id": given("message_id"), "dry_run": bool(params.get("dry_run", True)), "why": why,
         "redrive_id": run_id_from(run_id)[:56], "by": f"airflow:{run_id}"[:200],
     }

@@ -30,7 +30,7 @@ def batch_counts(rows: DataFrame, key: str | None, group_hash: Column | None) ->
     """One row a file split (`SET` `SPLIT`, `ingest.split_aggregates`), a key hash that occurs
     more than once (`REPEATED_KEY`, `KEY_HASH`; with a unique `key`) and a failed row's group
     hash (`FAILED_GROUP`, `GROUP_HASH`; with a `group_hash`, a row's `groups.group_hash`)."""
-    columns = [*ingest.SPLIT_KEYS, "_row_id", "_modified_at"]
+    columns: list[str | Column] = [*ingest.SPLIT_KEYS, "_row_id", "_modified_at"]
     sets = [ingest.SPLIT_KEYS]
     label = F.when(F.grouping(ingest.SPLIT_KEYS[0]) == 0, F.lit(SPLIT))
     wanted = F.col(SET) == SPLIT
@@ -85,11 +85,14 @@ def shuffled_into(spark: SparkSession, tasks: int) -> Iterator[None]:
     """
     settings = {"spark.sql.shuffle.partitions": str(tasks),
                 "spark.sql.adaptive.coalescePartitions.enabled": "false"}
-    before = {name: spark.conf.get(name) for name in settings}  # both have defaults: never unset
+    before = {name: spark.conf.get(name) for name in settings}  # both have defaults: a value each
     for name, value in settings.items():
         spark.conf.set(name, value)
     try:
         yield
     finally:
-        for name, value in before.items():
-            spark.conf.set(name, value)
+        for name, old in before.items():
+            if old is None:
+                spark.conf.unset(name)
+            else:
+                spark.conf.set(name, old)

@@ -145,7 +145,7 @@ def isolate(lines: DataFrame, judge: Callable[[DataFrame], Any], limit: int, log
 
 def _isolate_file(rows: DataFrame, source_file: str, judge: Callable[[DataFrame], Any], limit: int,
                   log: Log) -> list[Isolated]:
-    low, high = rows.agg(F.min("_line_number"), F.max("_line_number")).first()
+    low, high = rows.agg(F.min("_line_number"), F.max("_line_number")).take(1)[0]  # an aggregate: one row
     if low is None:
         return []
     crash = _crashes(rows, low, high, judge)
@@ -166,7 +166,7 @@ def _isolate_file(rows: DataFrame, source_file: str, judge: Callable[[DataFrame]
                     f"{source_file}: lines around {low} crash the check together, but no one of them "
                     "does on its own: the crash depends on several messages at once, not one"
                 )
-            raw = rows.where(F.col("_line_number") == low).select("_raw").first()[0]
+            raw = rows.where(F.col("_line_number") == low).select("_raw").take(1)[0]["_raw"]
             found.append(Isolated(source_file, low, bytes(raw), crash))
             log("crash_isolated", file=source_file, line=low, error=crash.why)
             continue

@@ -103,7 +103,7 @@ def unread_items(
         return None
     folder = input_path.rstrip("/")
     fs, fs_folder = fsspec.core.url_to_fs(folder)
-    rows = []
+    rows: list[tuple[str, int | None, bytearray, str, str]] = []
     for unreadable in manifest.unreadable:
         with fs.open(f"{fs_folder}/{UNREADABLE_DIR}/{unreadable.name}", "rb") as handle:
             head = handle.read(config.max_message_bytes)
@@ -122,6 +122,9 @@ def unread_items(
 
 def _as_spark_spells(spark: SparkSession, path: str) -> str:
     """A path spelled as `ingest.read_lines` spells `_source_file` (qualified, as on disk)."""
-    jvm_path = spark._jvm.org.apache.hadoop.fs.Path(path)
+    jvm = spark._jvm
+    if jvm is None:  # Spark Connect: no gateway to Hadoop's FileSystem
+        raise RuntimeError("the validation job needs a classic Spark session, not Spark Connect")
+    jvm_path = jvm.org.apache.hadoop.fs.Path(path)
     fs = jvm_path.getFileSystem(spark._jsc.hadoopConfiguration())
     return urllib.parse.unquote(fs.makeQualified(jvm_path).toUri().toString())

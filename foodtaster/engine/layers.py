@@ -14,6 +14,7 @@ so one registered class serves every dataset.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from enum import IntEnum
 
 from py4j.java_gateway import JavaClass
@@ -58,13 +59,13 @@ def value_column(field: str) -> str:
     return f"_t_{field}"
 
 
-def spec(fields: list[tuple[str, str, object]], max_message_bytes: int) -> str:
+def spec(fields: Sequence[tuple[str, str, DataType]], max_message_bytes: int) -> str:
     """The parser's spec: `max_bytes=..;value_chars=..;fields=name:json_type,...`."""
     names = ",".join(f"{name}:{json_type}" for name, json_type, _ in fields)
     return f"max_bytes={max_message_bytes};value_chars={VALUE_MAX_CHARS};fields={names}"
 
 
-def result_type(fields: list[tuple[str, str, object]]) -> StructType:
+def result_type(fields: Sequence[tuple[str, str, DataType]]) -> StructType:
     """The struct the parser returns: the line's reasons, then value, status, text a field."""
     columns = [StructField("reasons", REASONS, True)]
     for name, _, spark_type in fields:
@@ -118,7 +119,8 @@ def _not_on_classpath(java_class: str) -> RuntimeError:
     )
 
 
-def parse(lines: DataFrame, fields: list[tuple[str, str, object]], max_message_bytes: int) -> DataFrame:
+def parse(lines: DataFrame, fields: Sequence[tuple[str, str, DataType]],
+          max_message_bytes: int) -> DataFrame:
     """Lines (with `_raw`, their bytes) -> the same rows with `_line_reasons` and, a field, its
     value `_t_<f>`, status `_s_<f>` and offending JSON text `_x_<f>`; `_text` is dropped.
 

@@ -36,7 +36,8 @@ def _text(value: Column | str | None) -> Column:
     return F.lit(value) if isinstance(value, str) else value.cast("string")
 
 
-def _record(layer: str, rule: str, message: Column | str, column: str | None, value: Column | None) -> Column:
+def _record(layer: str, rule: str | Column, message: Column | str, column: str | None,
+            value: Column | None) -> Column:
     if layer not in LAYERS:
         raise ValueError(f"unknown layer {layer!r}; one of {LAYERS}")
     cut = None if value is None else F.substring(value.cast("string"), 1, VALUE_MAX_CHARS)
@@ -60,7 +61,7 @@ class Check:
 def check(
     failed: Column,
     layer: str,
-    rule: str,
+    rule: str | Column,
     message: Column | str,
     column: str | None = None,
     value: Column | None = None,

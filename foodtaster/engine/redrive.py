@@ -134,8 +134,8 @@ def select_quarantined(spark: SparkSession, lake: Lake, dataset: str, selection:
     judgeable = ~F.exists("reasons", lambda r: r["rule"].isin(*UNJUDGEABLE_RULES)) & F.col(
         "_line_number").isNotNull()
     rows = rows.where(judgeable)
-    if selection.rule:
-        rows = rows.where(F.exists("reasons", lambda r: r["rule"] == selection.rule))
+    if rule := selection.rule:
+        rows = rows.where(F.exists("reasons", lambda r: r["rule"] == rule))
     if selection.message_id:
         contract_key = "message_id" if "message_id" in rows.columns else None
         if contract_key is None:

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from foodtaster import contract_references, rule_ids
 from foodtaster.engine import group_hold, references
 from foodtaster.logs import batch_logger
-from foodtaster.registry import DatasetConfig
+from foodtaster.registry import Conversation, DatasetConfig
 from foodtaster.state.dispositions import record_status
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists, new_run_id, write_json
@@ -163,17 +163,18 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
                       why=f"{EXHAUSTED_RULE}: failed every attempt", attempts=[failing[k][0] for k in spent])
         summary["attempted"], summary["exhausted"] = len(failing), len(spent)
 
-    if config.group_by:
-        summary.update(_release_groups(spark, lake, config, pending, published_keys, redrive_id, run_id,
-                                       summary["paths"]))
+    conversation = config.conversation
+    if conversation is not None:
+        summary.update(_release_groups(spark, lake, config, conversation, pending, published_keys,
+                                       redrive_id, run_id, summary["paths"]))
     summary["seconds"] = round(time.perf_counter() - started, 3)
     write_json(lake.report(config.name, redrive_id) + "/retry_summary.json", summary)
     log.event("retried", **{k: v for k, v in summary.items() if k not in ("paths", "dataset")})
     return summary
 
 
-def _release_groups(spark: SparkSession, lake: Lake, config: DatasetConfig, pending: DataFrame,
-                    published_keys: DataFrame | None, redrive_id: str, run_id: str,
+def _release_groups(spark: SparkSession, lake: Lake, config: DatasetConfig, conversation: Conversation,
+                    pending: DataFrame, published_keys: DataFrame | None, redrive_id: str, run_id: str,
                     paths: dict[str, str]) -> dict[str, int]:
     """Release groups whose poison was published later (by this pass too) or purged; publish
     their held rows in order."""
@@ -185,14 +186,14 @@ def _release_groups(spark: SparkSession, lake: Lake, config: DatasetConfig, pend
     # A group that is not open holds nothing: its held rows go out (also after a crash
     # between the release and this publication).
     opened = spark.createDataFrame([(g,) for g in still_open] or [("",)], "_g string")
-    free = held.join(F.broadcast(opened), F.col(config.group_by).cast("string") == F.col("_g"),
+    free = held.join(F.broadcast(opened), F.col(conversation.group_by).cast("string") == F.col("_g"),
                      "left_anti")
     if published_keys is not None:
         free = free.join(published_keys, "_key", "left_anti")
     keys = [r["_key"] for r in free.select("_key").collect()]
     if keys:
         written = publish_later(spark, lake, config, free, redrive_id + "-g",
-                                order=[config.group_by, config.order_by])
+                                order=[conversation.group_by, conversation.order_by])
         paths.update(written)
         record_status(lake, config.name, "redriven", keys, by="group release", run=run_id,
                       why="its group was released", where=",".join(written.values()))

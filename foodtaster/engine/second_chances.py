@@ -40,7 +40,7 @@ class Extras:
     @property
     def grouped(self) -> bool:
         """The dataset's messages are conversations (`group_by`): a poison message holds its group."""
-        return bool(self.config.group_by)
+        return self.config.conversation is not None
 
     @property
     def retryable(self) -> dict[str, contract_references.RetryPolicy]:
@@ -54,14 +54,16 @@ class Extras:
         """Hold the later messages of groups with a poison message (this batch's or open ones),
         among `suspects`: every failed row of the batch and every row of a group that may be
         held (`group_watch`), so a window by group over them finds each group's earliest poison."""
-        if not self.grouped:
+        conversation = self.config.conversation
+        if conversation is None:
             return suspects
         others = self._others(suspects.sparkSession, batch_id)
-        return group_hold.mark_held(suspects, others, self.config.group_by, self.config.order_by, batch_id)
+        return group_hold.mark_held(suspects, others, conversation.group_by, conversation.order_by, batch_id)
 
     def group_hash(self) -> Column | None:
         """A row's group hash (`group_hold.group_hash`), or None without `group_by`."""
-        return group_hold.group_hash(self.config.group_by) if self.grouped else None
+        conversation = self.config.conversation
+        return None if conversation is None else group_hold.group_hash(conversation.group_by)
 
     def group_watch(self, row_hash: Column, failed_groups: DataFrame, batch_id: str) -> Watch:
         """What `suspects` watches for the group hold (a `grouped` dataset's): the row's
@@ -80,8 +82,9 @@ class Extras:
 
     def checks(self) -> list[Check]:
         found = references.reference_checks([ref for ref, _ in self.keyed])
-        if self.grouped:
-            found.append(group_hold.group_check(self.config.group_by))
+        conversation = self.config.conversation
+        if conversation is not None:
+            found.append(group_hold.group_check(conversation.group_by))
         return found
 
     def count(self, quarantine: DataFrame, batch_id: str, rows_by_rule: dict[str, int]) -> dict[str, Any]:
@@ -99,12 +102,13 @@ class Extras:
                 for r in retrying.select(*LINEAGE).collect()
             ]
             counts["retrying"] = len(self.retrying)
-        if self.grouped:
+        conversation = self.config.conversation
+        if conversation is not None:
             self.poison = [
                 Poison(lineage_key(r["_batch_id"], r["_source_file"], r["_line_number"]), r["group"],
                        r["order"], r["message_id"], batch_id)
-                for r in group_hold.poison_rows(quarantine, self.config.group_by,
-                                                self.config.order_by).collect()
+                for r in group_hold.poison_rows(quarantine, conversation.group_by,
+                                                conversation.order_by).collect()
             ]
         if self.unchecked:
             counts["references_unchecked"] = self.unchecked
@@ -147,9 +151,10 @@ def prepare(spark: SparkSession, lake: Lake, config: DatasetConfig, log: BatchLo
                       why=f"{ref.dataset} has published nothing yet")
         keyed.append((ref, keys))
     opened: list[Poison] = []
-    if config.group_by:
+    conversation = config.conversation
+    if conversation is not None:
         fields = set(config.load_contract().to_schema().columns)
-        missing = [name for name in (config.group_by, config.order_by) if name not in fields]
+        missing = [name for name in (conversation.group_by, conversation.order_by) if name not in fields]
         if missing or "message_id" not in fields:
             raise RegistryError(
                 f"{config.name}: group_by/order_by {missing} are not fields of {config.contract}"

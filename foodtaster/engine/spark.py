@@ -92,7 +92,8 @@ def build_session(
         )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
-    if submitted and Path(jar).name not in session.conf.get("spark.jars", ""):
+    jars = session.conf.get("spark.jars", "") or ""  # typed Optional: a None default gives None
+    if submitted and Path(jar).name not in jars:
         # spark-submit was not given --jars: add the parser to this session (driver and executors)
         session.sql(f"ADD JAR '{jar}'")
     return session

@@ -278,6 +278,7 @@ def email_message(alert: Alert, sender: str, recipients: Sequence[str]) -> Email
     message.set_content(alert.text)
     message.add_alternative(alert.html, subtype="html")
     page = message.get_body(("html",))
+    assert page is not None  # add_alternative just added it
     for image in alert.images:
         page.add_related(image.png, maintype="image", subtype="png", cid=f"<{image.cid}>",
                          filename=image.filename, disposition="inline")

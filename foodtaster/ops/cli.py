@@ -259,10 +259,10 @@ def poison_ls(args: argparse.Namespace) -> int:
         if args.json:
             _json_lines(records)
             return 0
-        rows = [(e["at"][:19], e["type"], e["entry"]["id"] if e["type"] == "added" else e["id"],
-                 e["entry"]["why"] if e["type"] == "added" else e["why"],
-                 e["entry"]["added_by"] if e["type"] == "added" else e["by"]) for e in records]
-        _print_table(("when", "event", "entry", "why", "by"), rows, empty="no history: nothing ever listed")
+        events = [(e["at"][:19], e["type"], e["entry"]["id"] if e["type"] == "added" else e["id"],
+                   e["entry"]["why"] if e["type"] == "added" else e["why"],
+                   e["entry"]["added_by"] if e["type"] == "added" else e["by"]) for e in records]
+        _print_table(("when", "event", "entry", "why", "by"), events, empty="no history: nothing ever listed")
         return 0
     entries = poison.entries()
     if args.json:

@@ -20,7 +20,7 @@ import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
 import fsspec
 import pyarrow as pa
@@ -125,7 +125,7 @@ def quarantine_batches(lake: Lake, dataset: str) -> list[dict[str, Any]]:
     """One row a quarantine partition: date, batch, how many rows, how many listed, top reason."""
     rows = []
     for part in partitions(lake, "quarantine", dataset):
-        rules = Counter()
+        rules: Counter[str] = Counter()
         for reasons in read_table(part, ["reasons"]).column("reasons").to_pylist():
             rules.update({reason["rule"] for reason in reasons or ()})
         top = rules.most_common(1)
@@ -191,7 +191,7 @@ def message_bytes(
     uri = f"{raw.uri}/{matches[0]}"
     fs, path = fsspec.core.url_to_fs(uri)
     with fs.open(path, "rb") as handle:
-        stream: BinaryIO = gzip.GzipFile(fileobj=handle) if path.endswith(".gz") else handle
+        stream = gzip.GzipFile(fileobj=handle) if path.endswith(".gz") else handle
         line = next(itertools.islice(landed_lines(stream), line_number - 1, None), None)
     if line is None:
         raise NotInLake(f"{uri} has fewer than {line_number} lines")
@@ -218,7 +218,7 @@ def _names(lineage_file: str, given: str) -> bool:
                for name in (lineage_file, urllib.parse.unquote(lineage_file)))
 
 
-def landed_lines(stream: BinaryIO) -> Iterator[bytes]:
+def landed_lines(stream: io.BufferedIOBase | io.RawIOBase) -> Iterator[bytes]:
     """Lines without their endings, split as Spark's text source does: `\\n`, `\\r\\n` or `\\r`."""
     reader = io.BufferedReader(stream, CHUNK_BYTES) if not isinstance(stream, io.BufferedIOBase) else stream
     pending = b""

@@ -208,9 +208,12 @@ def _rewrite(lake: Lake, zone: str, dataset: str, date: str, batch_id: str, targ
     fs.makedirs(folder, exist_ok=True)
     for uri in keep:
         fs.copy(fsspec.core.url_to_fs(uri)[1], f"{folder}/{uri.rsplit('/', 1)[-1]}")
-    for uri in (cut[0] if cut else []):
-        table = _read(uri, None)
-        _write(table.filter(~_at(cut[1], cut[2])), f"{aside}/{uri.rsplit('/', 1)[-1]}", like=uri)
+    if cut is not None:
+        files, source_file, line_number = cut
+        for uri in files:
+            table = _read(uri, None)
+            _write(table.filter(~_at(source_file, line_number)), f"{aside}/{uri.rsplit('/', 1)[-1]}",
+                   like=uri)
     if extra is not None:
         _write(extra, f"{aside}/part-recall-{new_run_id()}.snappy.parquet", like=like)
     fs.touch(f"{folder}/_SUCCESS")
@@ -231,11 +234,20 @@ def _write(table: pa.Table, uri: str, like: str | None) -> None:
     pq.write_table(table, path, filesystem=fs, compression="snappy", use_deprecated_int96_timestamps=int96)
 
 
+def _recalled_partition(lake: Lake, zone: str, dataset: str, batch_id: str) -> Partition:
+    """A partition of the batch after its recall: the valid one it started from, the quarantine
+    one it found or wrote (under the batch's lease, nothing removes them)."""
+    found = partition(lake, zone, dataset, batch_id)
+    if found is None:
+        raise NotInLake(f"batch {batch_id!r} of {dataset!r} has no {zone} partition after its recall")
+    return found
+
+
 def _account(lake: Lake, dataset: str, date: str, batch_id: str, entry: Entry, source_file: str,
              line_number: int, *, moved: int, by: str) -> Recalled:
     """Counts from the partitions as they are now, into the summary and the ledger record."""
-    valid = row_count(partition(lake, "valid", dataset, batch_id))
-    quarantine_part = partition(lake, "quarantine", dataset, batch_id)
+    valid = row_count(_recalled_partition(lake, "valid", dataset, batch_id))
+    quarantine_part = _recalled_partition(lake, "quarantine", dataset, batch_id)
     quarantined = row_count(quarantine_part)
     rules: Counter[str] = Counter()
     for uri in _data_files(quarantine_part.uri):

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from foodtaster.lineage import LINEAGE_KEY, lineage_key
+from foodtaster.lineage import BATCH_ID, LINE_NUMBER, LINEAGE_KEY, SOURCE_FILE, lineage_key
 from foodtaster.state.browse import with_reason
 from foodtaster.state.dispositions import EXHAUSTED, REDRIVEN, RETRYING, SETTLED, Dispositions
 from foodtaster.state.groups import RULE as HELD_RULE
@@ -134,14 +134,13 @@ def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_b
     columns = [*LINEAGE_KEY, "_ingested_at", "reasons", *([group_by] if group_by else [])]
     # pyarrow keeps the rows whose rules could matter; the rules below decide, row by row
     candidates = retry_candidates(root, columns, policies, HELD_RULE if group_by else None)
-    pending = [row for row in candidates
-               if lineage_key(*(row.get(c) for c in LINEAGE_KEY)) not in settled]
+    pending = [row for row in candidates if _row_key(row) not in settled]
 
     for row in pending if policies else []:
         rules = [reason["rule"] for reason in row.get("reasons") or []]
         if not rules or any(rule not in policies for rule in rules):
             continue
-        key = lineage_key(*(row.get(c) for c in LINEAGE_KEY))
+        key = _row_key(row)
         # As the pass decides (engine.retry.due): the recorded next attempt, else the first
         # wait after landing.
         next_at = (state.attempts.get(key) or {}).get("next_at")
@@ -156,11 +155,16 @@ def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_b
         if any(p.lineage in state.resolved for poison in open_groups.values() for p in poison):
             return "a poison message was published later or purged: its group is released"
         for row in pending:
-            rules = {reason["rule"] for reason in row.get("reasons") or []}
+            rules = [reason["rule"] for reason in row.get("reasons") or []]
             group = row.get(group_by)
             if HELD_RULE in rules and (group is None or str(group) not in open_groups):
                 return f"a held message's group is no longer open ({group})"
     return None
+
+
+def _row_key(row: Mapping[str, Any]) -> str:
+    """A quarantine row's lineage key (every quarantine row carries the lineage columns)."""
+    return lineage_key(row[BATCH_ID], row[SOURCE_FILE], row[LINE_NUMBER])
 
 
 def _epoch(value: Any) -> float | None:
