@@ -34,7 +34,7 @@ from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRul
 
 from foodtaster.registry import PROJECT_ROOT, DatasetConfig, RegistryError, load_registry
 from foodtaster.state.lake import BATCH_ID_PATTERN
-from foodtaster_airflow import steps
+from foodtaster_airflow import redrive_steps, steps
 from foodtaster_airflow.spark_submit import RetryPassOperator, ValidateBatchOperator, redrive_arguments
 
 VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
@@ -276,7 +276,7 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
 
         @task(task_id="plan")
         def plan(**context) -> dict:
-            return steps.plan_redrive(dataset, context["params"], context["run_id"])
+            return redrive_steps.plan_redrive(dataset, context["params"], context["run_id"])
 
         @task.short_circuit(task_id="wants_redrive", ignore_downstream_trigger_rules=False,
                             trigger_rule=TriggerRule.NONE_FAILED)  # after a release, or none
@@ -285,11 +285,11 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
 
         @task(task_id="announce", outlets=[asset])
         def announce(planned: dict, **context) -> dict:
-            return steps.announce_redrive(dataset, planned, context["outlet_events"][asset])
+            return redrive_steps.announce_redrive(dataset, planned, context["outlet_events"][asset])
 
         @task(task_id="release", outlets=[asset])
         def release(planned: dict, **context) -> dict:
-            return steps.release(dataset, planned, context["outlet_events"][asset])
+            return redrive_steps.release(dataset, planned, context["outlet_events"][asset])
 
         planned = plan()  # an XComArg, typed as the tasks' dict below (see build_dag)
         redrive = ValidateBatchOperator(

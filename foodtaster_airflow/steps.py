@@ -35,7 +35,8 @@ def _config(dataset: str) -> DatasetConfig:
     return get_dataset(dataset)
 
 
-def _lake() -> Lake:
+def lake_from_env() -> Lake:
+    """The lake the deployment names (`FOODTASTER_LAKE`, else ./data/lake)."""
     return Lake(lake_root())
 
 
@@ -68,7 +69,7 @@ def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dic
     from foodtaster import sources
     from foodtaster.state import ledger
 
-    lake = _lake()
+    lake = lake_from_env()
     if batch_id:
         date = landed_date(lake, dataset, check_batch_id(batch_id))
         hour = None
@@ -388,72 +389,3 @@ def retry_work(dataset: str, lake_uri: str) -> str | None:
     config = _config(dataset)
     policies = retryable(read_references(config.load_contract()))
     return due_work(Lake(lake_uri), dataset, policies, config.group_by, datetime.now(UTC))
-
-
-# ---------------------------------------------------------------------- redrive
-
-
-def plan_redrive(dataset: str, params: dict[str, Any], run_id: str) -> dict[str, Any]:
-    """Check the redrive DAG's params before Spark starts; what the redrive and release tasks do."""
-    from foodtaster.state.lake import run_id_from
-
-    def given(name: str) -> str | None:
-        value = params.get(name)
-        return str(value).strip() or None if value is not None else None
-
-    date_from, date_to = given("date_from"), given("date_to") or given("date_from")
-    release_batch, why = given("release_batch"), given("why") or ""
-    batch_id = given("batch_id")
-    if not date_from and not release_batch:
-        raise PipelineError("give From batch date (to redrive) or Release held batch (to release), or both")
-    if release_batch and not why:
-        raise PipelineError("a release needs Why: the ledger records who released a held batch and why")
-    if date_from and date_to:  # date_to is date_from when not given
-        check_date(date_from[:10])
-        check_date(date_to[:10])
-        if date_from[:10] > date_to[:10]:
-            raise PipelineError(f"From {date_from} is after To {date_to}")
-    return {
-        "lake": _lake().root, "redrive": bool(date_from), "release": release_batch,
-        "date_from": date_from[:10] if date_from else None, "date_to": date_to[:10] if date_to else None,
-        "rule": given("rule"), "batch_id": check_batch_id(batch_id) if batch_id else None,
-        "message_id": given("message_id"), "dry_run": bool(params.get("dry_run", True)), "why": why,
-        "redrive_id": run_id_from(run_id)[:56], "by": f"airflow:{run_id}"[:200],
-    }
-
-
-def announce_redrive(dataset: str, planned: dict[str, Any], outlet_event: Any) -> dict[str, Any]:
-    """After the redrive job: its report, and the Asset event when rows were published."""
-    from airflow.sdk.exceptions import AirflowSkipException
-
-    from foodtaster.ops.redrive import describe
-    from foodtaster.state.lake import exists, read_json
-
-    lake = Lake(planned["lake"])
-    uri = lake.report(dataset, "redrive-" + planned["redrive_id"]) + "/redrive.json"
-    if not exists(uri):
-        raise PipelineError(f"the redrive job wrote no report at {uri}")
-    report = read_json(uri)
-    log.info("dataset=%s batch=%s event=redrive_report\n%s", dataset, report["batch_id"], describe(report))
-    if report["dry_run"] or not report["published"]:
-        raise AirflowSkipException("dry run: nothing published" if report["dry_run"] else "no row passed")
-    extra = {"dataset": dataset, "batch_id": report["batch_id"], "redrive": True,
-             "paths": report["published"], **report["counts"]}
-    outlet_event.extra = extra
-    return extra
-
-
-def release(dataset: str, planned: dict[str, Any], outlet_event: Any) -> dict[str, Any]:
-    """Publish a held batch's staged valid rows (`foodtaster.state.release`), with the Asset event."""
-    from airflow.sdk.exceptions import AirflowSkipException
-
-    from foodtaster.state.release import release_batch
-
-    if not planned["release"]:
-        raise AirflowSkipException("no batch to release")
-    done = release_batch(Lake(planned["lake"]), dataset, planned["release"], planned["why"], planned["by"])
-    outlet_event.extra = {"dataset": dataset, "batch_id": done["batch_id"], "batch_date": done["batch_date"],
-                          "path": done["path"], "valid": done["valid"], "released": done["released"]}
-    log.info("dataset=%s batch=%s event=released path=%s by=%s why=%s", dataset, done["batch_id"],
-             done["path"], planned["by"], planned["why"])
-    return outlet_event.extra

@@ -8,8 +8,9 @@ import argparse
 import pytest
 
 from foodtaster.ops.redrive import add_arguments, describe
+from foodtaster_airflow.redrive_steps import plan_redrive
 from foodtaster_airflow.spark_submit import redrive_arguments
-from foodtaster_airflow.steps import PipelineError, plan_redrive
+from foodtaster_airflow.steps import PipelineError
 
 
 def _parse(argv):
