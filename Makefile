@@ -40,17 +40,17 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 
 # The main job: Airflow on SQLite under .airflow/, `airflow dags test` on a clean and a poisoned day.
 demo: $(STAMP) $(JAR) $(CDS)
-	$(BIN)/python -m foodtaster_airflow.demo
+	$(BIN)/python -m foodtaster_dev.demo_airflow
 
 # The engine alone: one generated batch through the Spark job, no Airflow. Its Spark JVM (started by
 # spark-submit, which reads SPARK_SUBMIT_OPTS) maps the class-data-sharing archive when one was built.
 demo-engine: $(STAMP) $(JAR)
 	$(if $(wildcard $(CDS)),SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS -XX:SharedArchiveFile=$(abspath $(CDS))") \
-	$(BIN)/python -m foodtaster demo
+	$(BIN)/python -m foodtaster_dev demo
 
 # Airflow standalone with the UI on http://localhost:8080 (admin / admin); AIRFLOW_PORT=8090 make airflow to move it
 airflow: $(STAMP) $(JAR) $(CDS)
-	$(BIN)/python -m foodtaster_airflow.demo airflow
+	$(BIN)/python -m foodtaster_dev.demo_airflow airflow
 
 # Debian's docker-compose checks docker-compose.yaml without a container engine (tests/integration/test_compose.py)
 compose-tools:

@@ -17,10 +17,10 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
-from contracts.checked import OrdersChecked
 from foodtaster.engine import layers
 from foodtaster.engine.rules import python_check_verdicts, read_contract, with_python_checks
 from foodtaster.engine.spark import build_session
+from foodtaster_dev.contracts.checked import OrdersChecked
 
 
 def main() -> None:

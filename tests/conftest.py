@@ -49,8 +49,8 @@ def need(condition: bool, reason: str) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def airflow_db_cache(tmp_path_factory):
     """One `airflow db migrate` a session: every new SQLite Airflow home copies its DB
-    (foodtaster_airflow.localenv.LocalAirflow.migrate), also in a demo run as a subprocess."""
-    from foodtaster_airflow.localenv import DB_CACHE_ENV
+    (foodtaster_dev.localenv.LocalAirflow.migrate), also in a demo run as a subprocess."""
+    from foodtaster_dev.localenv import DB_CACHE_ENV
 
     if os.environ.get(DB_CACHE_ENV):
         yield
@@ -67,7 +67,7 @@ def airflow_postgres_template(tmp_path_factory):
     Skips locally, fails under CI, when the machine's PostgreSQL cannot be reached."""
     import psycopg2
 
-    from foodtaster_airflow.localenv import (
+    from foodtaster_dev.localenv import (
         LocalAirflow,
         drop_postgres_database,
         postgres_database,
@@ -92,7 +92,7 @@ def airflow_postgres_template(tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark():
     from foodtaster.engine.spark import JVM_OPTIONS, build_session
-    from foodtaster_airflow.localenv import CDS_ARCHIVE, with_cds
+    from foodtaster_dev.localenv import CDS_ARCHIVE, with_cds
 
     session = build_session("foodtaster-tests", master="local[2]", test_mode=True,
                             jvm_options=with_cds(JVM_OPTIONS, CDS_ARCHIVE))

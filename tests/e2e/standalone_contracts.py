@@ -12,7 +12,7 @@ from pandera.typing import Series
 from contracts.orders import CURRENCIES, Orders
 
 NO_WAIT = {"max_attempts": 4, "backoff_s": 0, "backoff_factor": 2}
-POISONED_CURRENCY = "XXX"  # foodtaster.sample.generate_second_chances: a poisoned CREATED's
+POISONED_CURRENCY = "XXX"  # foodtaster_dev.sample.generate_second_chances: a poisoned CREATED's
 
 
 class OrdersNoWait(Orders):

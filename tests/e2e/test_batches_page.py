@@ -20,7 +20,7 @@ from webdriver import ELEMENT, Browser, WebDriverError, browser_binaries
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake, write_json
 from foodtaster.state.ledger import record_batch
-from foodtaster_airflow.localenv import LocalAirflow, free_port, stop_group, wait_for_http
+from foodtaster_dev.localenv import LocalAirflow, free_port, stop_group, wait_for_http
 
 pytestmark = pytest.mark.slow
 PASSWORD = "e2e-page"

@@ -24,7 +24,7 @@ from foodtaster.state import ledger
 from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists
-from foodtaster_airflow.localenv import CDS_ARCHIVE, LocalAirflow
+from foodtaster_dev.localenv import CDS_ARCHIVE, LocalAirflow
 
 pytestmark = pytest.mark.slow
 SLACK_TOKEN = "T000/B000/XXXX"

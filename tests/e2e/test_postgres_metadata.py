@@ -18,7 +18,7 @@ from e2e_support import (
 
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, exists
-from foodtaster_airflow.localenv import LocalAirflow, drop_postgres_database
+from foodtaster_dev.localenv import LocalAirflow, drop_postgres_database
 
 pytestmark = pytest.mark.slow
 

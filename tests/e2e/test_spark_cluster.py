@@ -16,7 +16,7 @@ from e2e_support import ALERTING, DAG_ID, DATASET, fill_inbox
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake
-from foodtaster_airflow.localenv import (
+from foodtaster_dev.localenv import (
     CDS_ARCHIVE,
     VENV_BIN,
     LocalAirflow,

@@ -28,21 +28,21 @@ import pytest
 from chains import run_chain
 from e2e_support import HOLDING, fill_inbox, metadata_database, parquet_rows, partitions
 
-from foodtaster import sample
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state import ledger
 from foodtaster.state.accounts import check_accounts
 from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists, read_json
-from foodtaster_airflow.localenv import (
+from foodtaster_airflow.rest import AirflowApi, AirflowApiError
+from foodtaster_dev import sample
+from foodtaster_dev.localenv import (
     LocalAirflow,
     drop_postgres_database,
     free_port,
     stop_group,
     wait_for_http,
 )
-from foodtaster_airflow.rest import AirflowApi, AirflowApiError
 
 pytestmark = pytest.mark.slow
 DAYS = ("2026-11-02", "2026-11-03")  # a range, run side by side (max_active_runs=2)

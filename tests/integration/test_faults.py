@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from foodtaster import sample
 from foodtaster.engine.job import BatchRun, CountsDoNotAddUp, run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake
 from foodtaster.state.landing import land_batch
+from foodtaster_dev import sample
 
 DATE = "2026-11-20"
 MiB = 1024 * 1024

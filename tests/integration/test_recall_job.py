@@ -13,13 +13,13 @@ from pyspark.sql import functions as F
 
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.registry import get_dataset
-from foodtaster.sample import generate_batch
 from foodtaster.state import ledger
 from foodtaster.state.browse import message_bytes
 from foodtaster.state.lake import Lake, read_json
 from foodtaster.state.landing import land_batch
 from foodtaster.state.poison import PoisonList, fingerprint, report_downstream
 from foodtaster.state.recall import RULE as RECALLED
+from foodtaster_dev.sample import generate_batch
 
 DATE = "2026-11-20"
 LISTED = "registry.listed"

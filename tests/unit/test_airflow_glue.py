@@ -17,9 +17,9 @@ from lake_support import reason, write_batch
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json
 from foodtaster_airflow import channels, steps
-from foodtaster_airflow.localenv import VENV_BIN
 from foodtaster_airflow.rest import AirflowApi
 from foodtaster_airflow.spark_submit import ValidateBatchOperator, job_environment, parse_conf
+from foodtaster_dev.localenv import VENV_BIN
 
 
 def conn(**fields):
@@ -322,7 +322,7 @@ def test_a_local_envs_jvms_keep_the_engines_options_and_compile_with_c1_only(tmp
     (JVM_CONF) with the same options plus C1 only, driver and executors; no class-data-sharing
     archive where none was built."""
     from foodtaster.engine.spark import JVM_CONF, JVM_OPTIONS
-    from foodtaster_airflow.localenv import small_spark_conf
+    from foodtaster_dev.localenv import small_spark_conf
 
     conf = parse_conf(small_spark_conf(tmp_path / "none.jsa"))
     java_options = [key for key in JVM_CONF if key.endswith(".extraJavaOptions")]
@@ -335,7 +335,7 @@ def test_a_local_envs_jvms_map_the_class_data_sharing_archive_once_it_is_built(t
     """The archive is looked for each time a local env's settings are made, not at import: a
     test session or demo that starts before `make cds` built it uses it once it exists. Never
     -Xshare:on, which stops a JVM whose archive is stale."""
-    from foodtaster_airflow import localenv
+    from foodtaster_dev import localenv
 
     archive = tmp_path / "spark-cds.jsa"
     monkeypatch.setattr(localenv, "CDS_ARCHIVE", archive)
@@ -357,7 +357,7 @@ def test_a_local_env_runs_airflows_own_cli(tmp_path):
     GC at exit): the arguments reach it and its output and exit code come back."""
     from importlib.metadata import version
 
-    from foodtaster_airflow.localenv import LocalAirflow
+    from foodtaster_dev.localenv import LocalAirflow
 
     done = LocalAirflow(home=tmp_path / "home", lake=str(tmp_path / "lake")).airflow("version")
     assert done.returncode == 0 and done.stdout.strip() == version("apache-airflow")
