@@ -1,5 +1,6 @@
-"""Shared fixtures: one local SparkSession for the whole test session, and the
-rule for tests that need a service: skip locally with the reason, fail under CI=true."""
+"""Shared fixtures: one local SparkSession for the whole test session, Airflow's migrated
+metadata DBs; and the order `make test` hands modules to its workers in. What tests import
+lives in tests/support/."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.environment import need
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-IN_CI = os.environ.get("CI", "").lower() == "true"
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 # py4j logs at INFO while the interpreter shuts down, after pytest closed the streams.
@@ -35,15 +35,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {module: place for place, module in enumerate(LONGEST_FIRST)}
     # a stable sort: the other modules, and each module's tests, stay in their collected order
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
-
-
-def need(condition: bool, reason: str) -> None:
-    """A test that cannot reach what it needs skips with the reason; under CI=true it fails."""
-    if condition:
-        return
-    if IN_CI:
-        pytest.fail(f"required under CI=true: {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -99,19 +90,3 @@ def spark():
     yield session
     session.stop()
 
-
-def lines_frame(spark, lines: list[bytes], source_file: str = "file:/batch/part-0.jsonl"):
-    """A tiny DataFrame shaped like `ingest.read_lines` output, from exact line bytes."""
-    from pyspark.sql import functions as F
-
-    frame = spark.createDataFrame(
-        [(i, bytearray(line)) for i, line in enumerate(lines)], "_row_id long, _raw binary"
-    )
-    return frame.select(
-        F.col("_raw").cast("string").alias("_text"),
-        "_raw",
-        F.lit(source_file).alias("_source_file"),
-        F.lit(0).cast("long").alias("_split_start"),
-        F.lit("2026-11-20 00:00:00").cast("timestamp").alias("_modified_at"),
-        "_row_id",
-    )

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import requests
-from conftest import need
-from webdriver import ELEMENT, Browser, WebDriverError, browser_binaries
+from support.environment import need
+from support.webdriver import ELEMENT, Browser, WebDriverError, browser_binaries
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake, write_json

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from e2e_support import (
+from support.e2e import (
     ALERTING,
     CLEAN,
     DAG_ID,
@@ -18,7 +18,7 @@ from e2e_support import (
     parquet_rows,
     partitions,
 )
-from servers import SmtpSink, WebhookSink
+from support.servers import SmtpSink, WebhookSink
 
 from foodtaster.state import ledger
 from foodtaster.state.dispositions import Dispositions

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 import yaml
-from e2e_support import parquet_rows
-from nats_support import NATS_URL, consumer_state, nats_stream, publish  # noqa: F401  (the `stream` fixture)
+from support.e2e import parquet_rows
+from support.jetstream import NATS_URL, consumer_state, nats_stream, publish  # noqa: F401  (the `stream` fixture)
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state import ledger

@@ -5,7 +5,7 @@ migrated one) and drops it after."""
 from __future__ import annotations
 
 import pytest
-from e2e_support import (
+from support.e2e import (
     ALERTING,
     DAG_ID,
     DATASET,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_support import DATASET, HOLDING, VALID_URI, asset_events, fill_inbox, parquet_rows
+from support.e2e import DATASET, HOLDING, VALID_URI, asset_events, fill_inbox, parquet_rows
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state import ledger

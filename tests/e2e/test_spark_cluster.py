@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import requests
-from e2e_support import ALERTING, DAG_ID, DATASET, fill_inbox
+from support.e2e import ALERTING, DAG_ID, DATASET, fill_inbox
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake

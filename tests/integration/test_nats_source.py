@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import PROJECT_ROOT
-from nats_support import NATS_URL, consumer_state, nats_stream, publish  # noqa: F401  (the `stream` fixture)
+from support.environment import PROJECT_ROOT
+from support.jetstream import NATS_URL, consumer_state, nats_stream, publish  # noqa: F401  (the `stream` fixture)
 
 from foodtaster.sources import NatsSource, SourceConfigError, source_from_entry
 from foodtaster.sources.nats import SourceUnavailable, land_batch, sequence_ranges

@@ -20,7 +20,7 @@ from foodtaster.state.ledger import redrive_entries
 from foodtaster_dev.sample import generate_batch
 
 DAY1, DAY2 = "2026-11-20", "2026-11-21"
-FIXED = "redrive_contracts:OrdersAnyCurrency"
+FIXED = "support.contracts:OrdersAnyCurrency"
 
 
 @pytest.fixture(scope="module")

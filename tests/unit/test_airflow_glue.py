@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
-from conftest import PROJECT_ROOT
-from lake_support import reason, write_batch
+from support.environment import PROJECT_ROOT
+from support.lake import reason, write_batch
 
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json

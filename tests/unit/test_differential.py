@@ -15,9 +15,9 @@ import itertools
 import json
 from datetime import UTC, datetime, timedelta
 
-from conftest import lines_frame
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from support.frames import lines_frame
 
 from contracts.orders import Orders
 from foodtaster.engine.job import validate_lines

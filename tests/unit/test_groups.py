@@ -96,7 +96,7 @@ def test_later_messages_of_a_poisoned_group_are_held(spark):
 def test_a_held_message_that_passed_every_field_rule_gives_its_hold_as_its_only_reason(spark):
     """The flag pass keeps no statuses for a row that passed it (`job.VERDICT` is null): a row
     held after the pass gets its group's reason, and no field reason made up from them."""
-    from conftest import lines_frame
+    from support.frames import lines_frame
 
     from contracts.orders import Orders
     from foodtaster.engine.job import decide_outcomes, flag_lines, with_reasons

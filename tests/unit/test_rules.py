@@ -4,8 +4,8 @@ import json
 
 import pandera.pandas as pa
 import pytest
-from conftest import lines_frame
 from pandera.typing import Series
+from support.frames import lines_frame
 
 from contracts.orders import Orders
 from foodtaster.engine.job import validate_lines
