@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproje
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: demo demo-engine test bench venv jar cds clean lock airflow compose-tools browser-tools
+.PHONY: demo demo-engine test unit integration e2e bench venv jar cds clean lock airflow compose-tools browser-tools
 
 venv: $(STAMP)
 
@@ -62,10 +62,25 @@ browser-tools:
 
 # Two workers, a test module to a worker (its module-scoped servers stay in one process): run one at
 # a time, the end-to-end tests' Spark and Airflow processes leave the two cores idle 41% of the time
-# (bench/README.md).
+# (bench/README.md). Every tier in one run, so the longest modules start first (tests/conftest.py).
 test: $(STAMP) $(JAR) $(CDS) compose-tools browser-tools
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 --dist loadfile
+
+# The tiers, each alone. unit: the packages' logic on small inputs; its tests start no JVM and no
+# Spark session, run no DAG and need no jar.
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit
+
+# integration: the engine on a local Spark session, and real services in process (SMTP and webhook
+# sinks, NATS JetStream, the batches page's app, docker-compose's config check); no Airflow run.
+integration: $(STAMP) $(JAR) $(CDS) compose-tools
+	$(BIN)/python -m pytest -n 2 --dist loadfile tests/integration
+
+# e2e: Airflow (the DAG files parsed, `airflow dags test`, `airflow standalone`, the UI in a browser),
+# spark-submit and the Spark cluster, the demos.
+e2e: $(STAMP) $(JAR) $(CDS) browser-tools
+	$(BIN)/python -m pytest -n 2 --dist loadfile tests/e2e
 
 bench: $(STAMP) $(JAR)
 	$(BIN)/python bench/bench_validate.py

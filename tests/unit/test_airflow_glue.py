@@ -19,7 +19,6 @@ from foodtaster.state.lake import Lake, write_json
 from foodtaster_airflow import channels, steps
 from foodtaster_airflow.rest import AirflowApi
 from foodtaster_airflow.spark_submit import ValidateBatchOperator, job_environment, parse_conf
-from foodtaster_dev.localenv import VENV_BIN
 
 
 def conn(**fields):
@@ -389,20 +388,3 @@ def test_spark_default_picks_the_master_and_local_is_the_default(monkeypatch, co
     assert command[command.index("--master") + 1] == master
     assert command[-1] == "--no-publish"
     assert "--dataset" in command and "orders" in command
-
-
-@pytest.mark.parametrize(("exit_code", "retried"), [(2, False), (1, True)])
-def test_a_usage_error_fails_at_once_and_other_failures_are_retried(
-    tmp_path, monkeypatch, exit_code, retried
-):
-    from airflow.sdk.exceptions import AirflowException, AirflowFailException
-
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type": "spark", "host": "local[1]"}')
-    monkeypatch.setenv("PATH", f"{VENV_BIN}:{os.environ['PATH']}")
-    app = tmp_path / "app.py"
-    app.write_text(f"import sys\nsys.exit({exit_code})\n")
-    operator = ValidateBatchOperator(task_id="validate", application=str(app), dataset="orders",
-                                     conf={"spark.ui.enabled": "false"})
-    with pytest.raises(AirflowException) as raised:
-        operator.execute({})
-    assert isinstance(raised.value, AirflowFailException) is not retried
