@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproje
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: demo demo-engine test typecheck bench venv jar cds clean lock airflow compose-tools browser-tools
+.PHONY: demo demo-engine test typecheck unit integration e2e bench venv jar cds clean lock airflow compose-tools browser-tools
 
 venv: $(STAMP)
 
@@ -41,17 +41,17 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 
 # The main job: Airflow on SQLite under .airflow/, `airflow dags test` on a clean and a poisoned day.
 demo: $(STAMP) $(JAR) $(CDS)
-	$(BIN)/python -m foodtaster_airflow.demo
+	$(BIN)/python -m foodtaster_dev.demo_airflow
 
 # The engine alone: one generated batch through the Spark job, no Airflow. Its Spark JVM (started by
 # spark-submit, which reads SPARK_SUBMIT_OPTS) maps the class-data-sharing archive when one was built.
 demo-engine: $(STAMP) $(JAR)
 	$(if $(wildcard $(CDS)),SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS -XX:SharedArchiveFile=$(abspath $(CDS))") \
-	$(BIN)/python -m foodtaster demo
+	$(BIN)/python -m foodtaster_dev demo
 
 # Airflow standalone with the UI on http://localhost:8080 (admin / admin); AIRFLOW_PORT=8090 make airflow to move it
 airflow: $(STAMP) $(JAR) $(CDS)
-	$(BIN)/python -m foodtaster_airflow.demo airflow
+	$(BIN)/python -m foodtaster_dev.demo_airflow airflow
 
 # Debian's docker-compose checks docker-compose.yaml without a container engine (tests/integration/test_compose.py)
 compose-tools:
@@ -63,7 +63,8 @@ browser-tools:
 
 # Two workers, a test module to a worker (its module-scoped servers stay in one process): run one at
 # a time, the end-to-end tests' Spark and Airflow processes leave the two cores idle much of the time
-# (docs/decisions/011-two-test-workers.md).
+# (docs/decisions/011-two-test-workers.md). Every tier in one run, so the longest modules start first
+# (tests/conftest.py).
 test: $(STAMP) $(JAR) $(CDS) compose-tools browser-tools
 	$(BIN)/ruff check .
 	$(BIN)/mypy
@@ -72,6 +73,21 @@ test: $(STAMP) $(JAR) $(CDS) compose-tools browser-tools
 # mypy on the packages, as configured in pyproject.toml ([tool.mypy])
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+# The tiers, each alone. unit: the packages' logic on small inputs; its tests start no JVM and no
+# Spark session, run no DAG and need no jar.
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit
+
+# integration: the engine on a local Spark session, and real services in process (SMTP and webhook
+# sinks, NATS JetStream, the batches page's app, docker-compose's config check); no Airflow run.
+integration: $(STAMP) $(JAR) $(CDS) compose-tools
+	$(BIN)/python -m pytest -n 2 --dist loadfile tests/integration
+
+# e2e: Airflow (the DAG files parsed, `airflow dags test`, `airflow standalone`, the UI in a browser),
+# spark-submit and the Spark cluster, the demos.
+e2e: $(STAMP) $(JAR) $(CDS) browser-tools
+	$(BIN)/python -m pytest -n 2 --dist loadfile tests/e2e
 
 bench: $(STAMP) $(JAR)
 	$(BIN)/python bench/bench_validate.py

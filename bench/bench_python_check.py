@@ -17,11 +17,11 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
-from contracts.checked import OrdersChecked
 from foodtaster.engine import layers
 from foodtaster.engine.python_checks import python_check_verdicts, with_python_checks
 from foodtaster.engine.rules import read_contract
 from foodtaster.engine.spark import build_session
+from foodtaster_dev.contracts.checked import OrdersChecked
 
 
 def main() -> None:

@@ -59,6 +59,9 @@ from typing import Any, Self
 
 import psutil
 
+# the dev tools (foodtaster_dev: the sample generator, the oracle) are used from the checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 BATCH_DATE = "2026-11-20"
 NO_GX_BATCH = "bench-no-gx"
 TARGETS = {  # (variant, reference variant, comparison, bound)
@@ -160,7 +163,7 @@ def mib(value: int) -> str:
 
 def generate(folder: Path, messages: int, seed: int, poison_rate: float) -> dict[str, Any]:
     """Generate the batch once (plain files so Spark can split them); reuse it when kept."""
-    from foodtaster.sample import generate_batch
+    from foodtaster_dev.sample import generate_batch
 
     params = {"messages": messages, "seed": seed, "poison_rate": poison_rate, "files": 4,
               "batch_date": BATCH_DATE}
@@ -489,7 +492,7 @@ def naive_validate(batches: Iterator[Any], max_message_bytes: int,
     Lines are checked for bytes and parsed with json.loads (strict: no NaN/Infinity); the objects
     whose values pandas can hold in the model's dtypes become one frame validated with
     `Orders.validate(lazy=True)`, failing rows found by failure_cases' index; the rest (a wrong
-    JSON type, a null number) are validated one at a time (`foodtaster.reference`). Uniqueness
+    JSON type, a null number) are validated one at a time (`foodtaster_dev.oracle`). Uniqueness
     holds within a pandas batch only. `stats`, Spark accumulators by name, get where the time went.
     """
     import json
@@ -500,7 +503,7 @@ def naive_validate(batches: Iterator[Any], max_message_bytes: int,
 
     from contracts.orders import Orders
     from foodtaster.engine.rules import json_type_of, read_contract
-    from foodtaster.reference import failed_rules, json_type_matches
+    from foodtaster_dev.oracle import failed_rules, json_type_matches
 
     schema = Orders.to_schema()
     contract = read_contract(Orders)

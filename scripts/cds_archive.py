@@ -5,7 +5,7 @@
 A training run: spark-submit of the validate job on a generated 300-message batch, as a local
 env's Airflow task submits it, its JVM started with -XX:ArchiveClassesAtExit. The JVM writes the
 archive as it exits (once a checkout); later JVMs started with -XX:SharedArchiveFile
-(foodtaster_airflow.localenv.small_spark_conf) map those classes instead of loading them from
+(foodtaster_dev.localenv.small_spark_conf) map those classes instead of loading them from
 Spark's jars (docs/decisions/009-short-jvms-class-data-sharing-and-c1.md). The archive holds
 the class path it was made with: one made under another venv is stale, and the JVM falls back
 to loading every class.
@@ -26,16 +26,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the engine, when run from a checkout
 
-from foodtaster import sample  # noqa: E402
 from foodtaster.registry import PROJECT_ROOT  # noqa: E402
-from foodtaster_airflow.localenv import (  # noqa: E402
+from foodtaster_airflow.spark_submit import job_name, submit_conf  # noqa: E402
+from foodtaster_dev import sample  # noqa: E402
+from foodtaster_dev.localenv import (  # noqa: E402
     CDS_ARCHIVE,
     LOCAL_SPARK,
     SMALL_JVM_OPTIONS,
     VENV_BIN,
     small_spark_conf,
 )
-from foodtaster_airflow.spark_submit import job_name, submit_conf  # noqa: E402
 
 MESSAGES = 300
 

@@ -1,5 +1,6 @@
-"""Shared fixtures: one local SparkSession for the whole test session, and the
-rule for tests that need a service: skip locally with the reason, fail under CI=true."""
+"""Shared fixtures: one local SparkSession for the whole test session, Airflow's migrated
+metadata DBs; and the order `make test` hands modules to its workers in. What tests import
+lives in tests/support/."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.environment import need
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-IN_CI = os.environ.get("CI", "").lower() == "true"
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 # py4j logs at INFO while the interpreter shuts down, after pytest closed the streams.
@@ -37,20 +37,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
-def need(condition: bool, reason: str) -> None:
-    """A test that cannot reach what it needs skips with the reason; under CI=true it fails."""
-    if condition:
-        return
-    if IN_CI:
-        pytest.fail(f"required under CI=true: {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="session", autouse=True)
 def airflow_db_cache(tmp_path_factory):
     """One `airflow db migrate` a session: every new SQLite Airflow home copies its DB
-    (foodtaster_airflow.localenv.LocalAirflow.migrate), also in a demo run as a subprocess."""
-    from foodtaster_airflow.localenv import DB_CACHE_ENV
+    (foodtaster_dev.localenv.LocalAirflow.migrate), also in a demo run as a subprocess."""
+    from foodtaster_dev.localenv import DB_CACHE_ENV
 
     if os.environ.get(DB_CACHE_ENV):
         yield
@@ -67,7 +58,7 @@ def airflow_postgres_template(tmp_path_factory):
     Skips locally, fails under CI, when the machine's PostgreSQL cannot be reached."""
     import psycopg2
 
-    from foodtaster_airflow.localenv import (
+    from foodtaster_dev.localenv import (
         LocalAirflow,
         drop_postgres_database,
         postgres_database,
@@ -92,26 +83,10 @@ def airflow_postgres_template(tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark():
     from foodtaster.engine.spark import JVM_OPTIONS, build_session
-    from foodtaster_airflow.localenv import CDS_ARCHIVE, with_cds
+    from foodtaster_dev.localenv import CDS_ARCHIVE, with_cds
 
     session = build_session("foodtaster-tests", master="local[2]", test_mode=True,
                             jvm_options=with_cds(JVM_OPTIONS, CDS_ARCHIVE))
     yield session
     session.stop()
 
-
-def lines_frame(spark, lines: list[bytes], source_file: str = "file:/batch/part-0.jsonl"):
-    """A tiny DataFrame shaped like `ingest.read_lines` output, from exact line bytes."""
-    from pyspark.sql import functions as F
-
-    frame = spark.createDataFrame(
-        [(i, bytearray(line)) for i, line in enumerate(lines)], "_row_id long, _raw binary"
-    )
-    return frame.select(
-        F.col("_raw").cast("string").alias("_text"),
-        "_raw",
-        F.lit(source_file).alias("_source_file"),
-        F.lit(0).cast("long").alias("_split_start"),
-        F.lit("2026-11-20 00:00:00").cast("timestamp").alias("_modified_at"),
-        "_row_id",
-    )

@@ -34,11 +34,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    from foodtaster import demo, sample
     from foodtaster.ops import trend
 
-    sample.add_arguments(commands.add_parser("generate-sample", help=sample.__doc__))
-    demo.add_arguments(commands.add_parser("demo", help=demo.__doc__))
     _add_lake_commands(commands)
     trend.add_arguments(commands.add_parser("trend", help="the quarantine rate of every batch, as a chart"))
     add_way_out_commands(commands)

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
-from alert_support import HELD_ID, RUN_URL, held_alert_with_trend
-from conftest import need
-from servers import SmtpSink
-from webdriver import Browser, browser_binaries
+from support.alerts import HELD_ID, RUN_URL, held_alert_with_trend
+from support.environment import need
+from support.servers import SmtpSink
+from support.webdriver import Browser, browser_binaries
 
 from foodtaster.registry import AlertChannels, DatasetConfig
 from foodtaster_airflow import channels

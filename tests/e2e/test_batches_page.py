@@ -14,13 +14,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import requests
-from conftest import need
-from webdriver import ELEMENT, Browser, WebDriverError, browser_binaries
+from support.environment import need
+from support.webdriver import ELEMENT, Browser, WebDriverError, browser_binaries
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake, write_json
 from foodtaster.state.ledger import record_batch
-from foodtaster_airflow.localenv import LocalAirflow, free_port, stop_group, wait_for_http
+from foodtaster_dev.localenv import LocalAirflow, free_port, stop_group, wait_for_http
 
 pytestmark = pytest.mark.slow
 PASSWORD = "e2e-page"

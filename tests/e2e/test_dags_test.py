@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from e2e_support import (
+from support.e2e import (
     ALERTING,
     CLEAN,
     DAG_ID,
@@ -18,13 +18,13 @@ from e2e_support import (
     parquet_rows,
     partitions,
 )
-from servers import SmtpSink, WebhookSink
+from support.servers import SmtpSink, WebhookSink
 
 from foodtaster.state import ledger
 from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists
-from foodtaster_airflow.localenv import CDS_ARCHIVE, LocalAirflow
+from foodtaster_dev.localenv import CDS_ARCHIVE, LocalAirflow
 
 pytestmark = pytest.mark.slow
 SLACK_TOKEN = "T000/B000/XXXX"

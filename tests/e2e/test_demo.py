@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(tmp_path):
     env = {**os.environ, "FOODTASTER_LAKE": str(tmp_path), "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run([sys.executable, "-m", "foodtaster_airflow.demo"], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", "foodtaster_dev.demo_airflow"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     out = done.stdout

@@ -1,4 +1,4 @@
-"""`python -m foodtaster demo`: generate, land, validate on local Spark, print what happened."""
+"""`python -m foodtaster_dev demo`: generate, land, validate on local Spark, print what happened."""
 
 import json
 import os
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_engine_demo_prints_an_accounted_batch(tmp_path):
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run(
-        [sys.executable, "-m", "foodtaster", "demo", "--lake", str(tmp_path), "--messages", "800"],
+        [sys.executable, "-m", "foodtaster_dev", "demo", "--lake", str(tmp_path), "--messages", "800"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]

@@ -12,12 +12,12 @@ import sys
 import time
 from pathlib import Path
 
-from foodtaster import sample
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake
 from foodtaster.state.lease import lease_uri
+from foodtaster_dev import sample
 
 ROOT = Path(__file__).resolve().parents[2]
 DATE = "2026-11-20"

@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 import yaml
-from e2e_support import parquet_rows
-from nats_support import NATS_URL, consumer_state, nats_stream, publish  # noqa: F401  (the `stream` fixture)
+from support.e2e import parquet_rows
+from support.jetstream import NATS_URL, consumer_state, nats_stream, publish  # noqa: F401  (the `stream` fixture)
 
 from foodtaster.registry import PROJECT_ROOT
-from foodtaster.sample import generate_batch
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake
-from foodtaster_airflow.localenv import LocalAirflow
+from foodtaster_dev.localenv import LocalAirflow
+from foodtaster_dev.sample import generate_batch
 
 pytestmark = pytest.mark.slow
 DATASET = "orders_stream"

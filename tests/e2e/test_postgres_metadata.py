@@ -5,7 +5,7 @@ migrated one) and drops it after."""
 from __future__ import annotations
 
 import pytest
-from e2e_support import (
+from support.e2e import (
     ALERTING,
     DAG_ID,
     DATASET,
@@ -18,7 +18,7 @@ from e2e_support import (
 
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, exists
-from foodtaster_airflow.localenv import LocalAirflow, drop_postgres_database
+from foodtaster_dev.localenv import LocalAirflow, drop_postgres_database
 
 pytestmark = pytest.mark.slow
 

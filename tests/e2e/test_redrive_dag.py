@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from e2e_support import DATASET, HOLDING, VALID_URI, asset_events, fill_inbox, parquet_rows
+from support.e2e import DATASET, HOLDING, VALID_URI, asset_events, fill_inbox, parquet_rows
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state import ledger
 from foodtaster.state.accounts import check_accounts
 from foodtaster.state.lake import Lake, exists, read_json
-from foodtaster_airflow.localenv import LocalAirflow
+from foodtaster_dev.localenv import LocalAirflow
 
 pytestmark = pytest.mark.slow
 DAG_ID, REDRIVE_DAG_ID = "foodtaster_orders", "foodtaster_orders_redrive"
 DATE, BATCH = "2026-11-22", "20261122"
-FIX = "contracts.orders_fix:OrdersCurrencyFix"
+FIX = "foodtaster_dev.contracts.orders_fix:OrdersCurrencyFix"
 
 
 @pytest.fixture(scope="module")

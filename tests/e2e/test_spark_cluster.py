@@ -12,11 +12,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import requests
-from e2e_support import ALERTING, DAG_ID, DATASET, fill_inbox
+from support.e2e import ALERTING, DAG_ID, DATASET, fill_inbox
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake
-from foodtaster_airflow.localenv import (
+from foodtaster_dev.localenv import (
     CDS_ARCHIVE,
     VENV_BIN,
     LocalAirflow,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from foodtaster import sample
+from foodtaster_dev import sample
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,7 +19,7 @@ def class_data_sharing(monkeypatch):
     """Each spark-submit's JVM (the launcher reads SPARK_SUBMIT_OPTS) maps the class-data-sharing
     archive when built: the 300-message job's process tree, 65.0/80.0 -> 62.6/69.0 s of CPU
     (psutil, load 5-6.5)."""
-    from foodtaster_airflow.localenv import CDS_ARCHIVE, with_cds
+    from foodtaster_dev.localenv import CDS_ARCHIVE, with_cds
 
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", with_cds(os.environ.get("SPARK_SUBMIT_OPTS", ""), CDS_ARCHIVE))
 

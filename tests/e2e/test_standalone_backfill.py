@@ -25,24 +25,25 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from chains import run_chain
-from e2e_support import HOLDING, fill_inbox, metadata_database, parquet_rows, partitions
+from support.chains import run_chain
+from support.e2e import HOLDING, fill_inbox, metadata_database, parquet_rows, partitions
+from support.environment import TESTS_DIR
 
-from foodtaster import sample
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state import ledger
 from foodtaster.state.accounts import check_accounts
 from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists, read_json
-from foodtaster_airflow.localenv import (
+from foodtaster_airflow.rest import AirflowApi, AirflowApiError
+from foodtaster_dev import sample
+from foodtaster_dev.localenv import (
     LocalAirflow,
     drop_postgres_database,
     free_port,
     stop_group,
     wait_for_http,
 )
-from foodtaster_airflow.rest import AirflowApi, AirflowApiError
 
 pytestmark = pytest.mark.slow
 DAYS = ("2026-11-02", "2026-11-03")  # a range, run side by side (max_active_runs=2)
@@ -73,14 +74,13 @@ datasets:
     hold_rate: 0.5
   orders_chances:
     schedule: null
-    contract: standalone_contracts:OrdersNoWait
+    contract: support.contracts:OrdersNoWait
     expectation_suite: {PROJECT_ROOT / "expectations/orders.json"}
     alert_rate: 0.5
     hold_rate: 0.5
     group_by: order_id
     order_by: created_at
 """
-E2E_DIR = Path(__file__).resolve().parent  # standalone_contracts, for the scheduler's tasks and Spark
 CHANCES, CHANCE_DAYS, AFTER = "orders_chances", ("2026-11-05", "2026-11-06"), "2026-11-07"
 BACKFILL_TIMEOUT = 900
 # Runs of two scenarios are in flight together (see `scenarios`): four task slots, so a light task
@@ -106,10 +106,11 @@ def standalone(tmp_path_factory, lake, airflow_postgres_template):
     home = tmp_path_factory.mktemp("airflow")
     registry = home / "pipeline.yaml"
     registry.write_text(REGISTRY)
+    # tests/ in PYTHONPATH: support.contracts, for the scheduler's tasks and Spark
     af = LocalAirflow(home=home, lake=lake, registry=registry, api_port=free_port(),
                       db_url=database, password="e2e-secret",
                       extra_env={**IN_FLIGHT_KNOBS, "PYTHONPATH": os.pathsep.join(
-                          filter(None, (str(E2E_DIR), str(PROJECT_ROOT), os.environ.get("PYTHONPATH"))))})
+                          filter(None, (str(TESTS_DIR), str(PROJECT_ROOT), os.environ.get("PYTHONPATH"))))})
     counts = {day: fill_inbox(lake, day, seed=int(day[-2:]), **FEW_POISON).counts()
               for day in DAYS}
     for day in POISONED_DAYS:
@@ -377,7 +378,7 @@ def a_poisoned_conversation_is_released_by_a_purge_and_a_redrive_after_a_fix(
     # in one move: the other scenarios' tasks and jobs read the registry meanwhile
     fixed = af.registry.with_suffix(".fixed")
     fixed.write_text(af.registry.read_text().replace(
-        "standalone_contracts:OrdersNoWait\n", "standalone_contracts:OrdersNoWaitFixed\n"))
+        "support.contracts:OrdersNoWait\n", "support.contracts:OrdersNoWaitFixed\n"))
     os.replace(fixed, af.registry)
     form = {"date_from": CHANCE_DAYS[0], "date_to": CHANCE_DAYS[-1], "rule": "currency.isin",
             "why": "the currency XXX is accepted"}

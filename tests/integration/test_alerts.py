@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import SmtpSink, WebhookSink
+from support.servers import SmtpSink, WebhookSink
 
 from foodtaster.ops.alerts import (
     SAMPLE_CHARS,
@@ -297,7 +297,7 @@ def test_the_alert_log_line_shows_the_rate_as_written(
 
 
 def test_the_email_carries_the_trend_chart_inline_the_next_commands_and_the_run_link(tmp_path):
-    from alert_support import HELD_ID, RUN_URL, held_alert_with_trend
+    from support.alerts import HELD_ID, RUN_URL, held_alert_with_trend
 
     alert, found = held_alert_with_trend(str(tmp_path / "lake"), CONFIG)
     # the pending batch is in the trend, in data order, and the feed is getting worse
@@ -349,7 +349,7 @@ def test_a_published_batch_has_no_release_or_redrive_command(tmp_path):
 
 
 def test_the_alert_file_shows_the_chart_beside_it(tmp_path):
-    from alert_support import held_alert_with_trend
+    from support.alerts import held_alert_with_trend
 
     alert, _ = held_alert_with_trend(str(tmp_path / "lake"), CONFIG)
     path = Path(write_alert_file(Lake(str(tmp_path / "lake")), alert))

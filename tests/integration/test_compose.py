@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import PROJECT_ROOT, need
+from support.environment import PROJECT_ROOT, need
 
 from foodtaster_airflow.channels import smtp_settings
 from foodtaster_airflow.rest import AirflowApi

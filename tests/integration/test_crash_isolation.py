@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from foodtaster import sample
 from foodtaster.engine.crash import TooManyCrashes
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake
 from foodtaster.state.poison import PoisonList, fingerprint
+from foodtaster_dev import sample
 
 DATE = "2026-11-20"
-CRASHING = "contracts.checked:OrdersCrashing"
+CRASHING = "foodtaster_dev.contracts.checked:OrdersCrashing"
 FIRST, SECOND = f"orders-{DATE}-part-0000.jsonl", f"orders-{DATE}-part-0001.jsonl"
 MESSAGES = 400  # two files of 200 lines: the search halves them as it would thousands
 LATER = 130  # in the upper half of FIRST, as 40 is in its lower half

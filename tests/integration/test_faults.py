@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from foodtaster import sample
 from foodtaster.engine.accounting import CountsDoNotAddUp
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake
+from foodtaster_dev import sample
 
 DATE = "2026-11-20"
 MiB = 1024 * 1024

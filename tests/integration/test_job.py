@@ -15,14 +15,14 @@ import pytest
 from pyspark.sql import functions as F
 
 from contracts.orders import Orders
-from foodtaster import sample
 from foodtaster.engine.accounting import quarantine_counts
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.engine.reasons import LAYERS, REASONS
 from foodtaster.engine.rules import read_contract
-from foodtaster.reference import failed_rules
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake
+from foodtaster_dev import sample
+from foodtaster_dev.oracle import failed_rules
 
 MAX_BYTES = 4096
 # What a poison kind must be quarantined for (at least this rule among its reasons).

@@ -11,9 +11,9 @@ from pyspark.sql import functions as F
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.policy import Facts, decide
 from foodtaster.registry import get_dataset
-from foodtaster.sample import generate_batch
 from foodtaster.state.lake import Lake
 from foodtaster.state.poison import PoisonList, fingerprint
+from foodtaster_dev.sample import generate_batch
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import PROJECT_ROOT
-from nats_support import NATS_URL, consumer_state, nats_stream, publish  # noqa: F401  (the `stream` fixture)
+from support.environment import PROJECT_ROOT
+from support.jetstream import NATS_URL, consumer_state, nats_stream, publish  # noqa: F401  (the `stream` fixture)
 
 from foodtaster.registry import NatsSource, SourceConfigError, source_from_entry
 from foodtaster.sources.nats import SourceUnavailable, land_batch, sequence_ranges
@@ -172,7 +172,7 @@ def test_the_job_judges_a_broker_batch_with_the_brokers_lineage(spark, stream, t
 
     from foodtaster.engine.job import BatchRun, run_batch
     from foodtaster.registry import get_dataset
-    from foodtaster.sample import generate_batch
+    from foodtaster_dev.sample import generate_batch
 
     generated = generate_batch(tmp_path / "gen", messages=300, seed=5, poison_rate=0.1, files=1,
                                gzip_files=0, max_message_bytes=4096)

@@ -13,7 +13,6 @@ from pyspark.sql import functions as F
 
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.registry import get_dataset
-from foodtaster.sample import generate_batch
 from foodtaster.sources.inbox import land_batch
 from foodtaster.state import ledger
 from foodtaster.state.browse import message_bytes
@@ -21,6 +20,7 @@ from foodtaster.state.lake import Lake, read_json
 from foodtaster.state.poison import PoisonList, fingerprint
 from foodtaster.state.recall import RULE as RECALLED
 from foodtaster.state.recall import report_downstream
+from foodtaster_dev.sample import generate_batch
 
 DATE = "2026-11-20"
 LISTED = "registry.listed"

@@ -13,14 +13,14 @@ from pyspark.sql import functions as F
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.engine.redrive import RedriveRun, Selection, run_redrive
 from foodtaster.registry import get_dataset
-from foodtaster.sample import generate_batch
 from foodtaster.state.accounts import check_accounts
 from foodtaster.state.dispositions import DUPLICATE, FAILED_AGAIN, REDRIVEN, Dispositions
 from foodtaster.state.lake import Lake, exists
 from foodtaster.state.ledger import redrive_entries
+from foodtaster_dev.sample import generate_batch
 
 DAY1, DAY2 = "2026-11-20", "2026-11-21"
-FIXED = "redrive_contracts:OrdersAnyCurrency"
+FIXED = "support.contracts:OrdersAnyCurrency"
 
 
 @pytest.fixture(scope="module")

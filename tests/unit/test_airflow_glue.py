@@ -13,15 +13,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import PROJECT_ROOT
-from lake_support import reason, write_batch
+from support.environment import PROJECT_ROOT
+from support.lake import reason, write_batch
 
 from foodtaster.policy import Facts, decide
 from foodtaster.registry import get_dataset
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json
 from foodtaster_airflow import channels, steps
-from foodtaster_airflow.localenv import VENV_BIN
 from foodtaster_airflow.rest import AirflowApi
 from foodtaster_airflow.spark_submit import (
     ValidateBatchOperator,
@@ -387,7 +386,7 @@ def test_a_local_envs_jvms_keep_the_engines_options_and_compile_with_c1_only(tmp
     (JVM_CONF) with the same options plus C1 only, driver and executors; no class-data-sharing
     archive where none was built."""
     from foodtaster.engine.spark import JVM_CONF, JVM_OPTIONS
-    from foodtaster_airflow.localenv import small_spark_conf
+    from foodtaster_dev.localenv import small_spark_conf
 
     conf = parse_conf(small_spark_conf(tmp_path / "none.jsa"))
     java_options = [key for key in JVM_CONF if key.endswith(".extraJavaOptions")]
@@ -400,7 +399,7 @@ def test_a_local_envs_jvms_map_the_class_data_sharing_archive_once_it_is_built(t
     """The archive is looked for each time a local env's settings are made, not at import: a
     test session or demo that starts before `make cds` built it uses it once it exists. Never
     -Xshare:on, which stops a JVM whose archive is stale."""
-    from foodtaster_airflow import localenv
+    from foodtaster_dev import localenv
 
     archive = tmp_path / "spark-cds.jsa"
     monkeypatch.setattr(localenv, "CDS_ARCHIVE", archive)
@@ -422,7 +421,7 @@ def test_a_local_env_runs_airflows_own_cli(tmp_path):
     GC at exit): the arguments reach it and its output and exit code come back."""
     from importlib.metadata import version
 
-    from foodtaster_airflow.localenv import LocalAirflow
+    from foodtaster_dev.localenv import LocalAirflow
 
     done = LocalAirflow(home=tmp_path / "home", lake=str(tmp_path / "lake")).airflow("version")
     assert done.returncode == 0 and done.stdout.strip() == version("apache-airflow")
@@ -454,23 +453,6 @@ def test_spark_default_picks_the_master_and_local_is_the_default(monkeypatch, co
     assert command[command.index("--master") + 1] == master
     assert command[-1] == "--no-publish"
     assert "--dataset" in command and "orders" in command
-
-
-@pytest.mark.parametrize(("exit_code", "retried"), [(2, False), (1, True)])
-def test_a_usage_error_fails_at_once_and_other_failures_are_retried(
-    tmp_path, monkeypatch, exit_code, retried
-):
-    from airflow.sdk.exceptions import AirflowException, AirflowFailException
-
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type": "spark", "host": "local[1]"}')
-    monkeypatch.setenv("PATH", f"{VENV_BIN}:{os.environ['PATH']}")
-    app = tmp_path / "app.py"
-    app.write_text(f"import sys\nsys.exit({exit_code})\n")
-    operator = ValidateBatchOperator(task_id="validate", application=str(app), dataset="orders",
-                                     conf={"spark.ui.enabled": "false"})
-    with pytest.raises(AirflowException) as raised:
-        operator.execute({})
-    assert isinstance(raised.value, AirflowFailException) is not retried
 
 
 def test_a_missing_spark_connection_is_local_and_says_so(monkeypatch, caplog):

@@ -1,4 +1,4 @@
-"""The e2e scenario chains (tests/chains.py): a failure stops its chain, and the scenarios
+"""The e2e scenario chains (tests/support/chains.py): a failure stops its chain, and the scenarios
 after it say which one failed instead of failing on the state it left."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 
 import pytest
-from chains import NotRun, run_chain
+from support.chains import NotRun, run_chain
 
 
 def test_a_failed_scenario_stops_its_chain_and_keeps_its_own_error():

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from lake_support import reason, write_batch
+from support.lake import reason, write_batch
 
 from foodtaster.state.lake import Lake
 from foodtaster.state.poison import PoisonList

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lake_support import LINEAGE, REASON, reason
+from support.lake import LINEAGE, REASON, reason
 
 from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import RULE, GroupLog, Poison, held_counts

@@ -84,7 +84,7 @@ def test_bad_records_are_refused(tmp_path):
 
 
 def test_purge_gives_up_on_rows_and_the_cli_shows_their_history(tmp_path, capsys):
-    from lake_support import reason, write_batch
+    from support.lake import reason, write_batch
 
     from foodtaster.ops.cli import main
     from foodtaster.state.dispositions import PURGED

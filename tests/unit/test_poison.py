@@ -9,7 +9,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from lake_support import reason, write_batch
+from support.lake import reason, write_batch
 
 from foodtaster.state.browse import NotInLake, landed_lines, message_bytes, quarantined_rows
 from foodtaster.state.lake import Lake

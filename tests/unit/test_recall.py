@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from lake_support import reason, write_batch
+from support.lake import reason, write_batch
 
 from foodtaster.state import ledger
 from foodtaster.state.browse import NotInLake, partition, quarantined_rows, read_table

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from lake_support import LINEAGE, REASON, reason
+from support.lake import LINEAGE, REASON, reason
 
 from foodtaster.contract_references import RetryPolicy
 from foodtaster.state.dispositions import Dispositions

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from foodtaster.ops.cli import main
-from foodtaster.sample import EDGE_NUMBERS, POISON_KINDS, LineTruth, SampleBatch, generate_batch
+from foodtaster_dev.cli import main
+from foodtaster_dev.sample import EDGE_NUMBERS, POISON_KINDS, LineTruth, SampleBatch, generate_batch
 
 MAX_BYTES = 2048  # small, so the oversized lines stay small
 CURRENCIES = {"USD", "EUR", "GBP", "JPY", "CHF"}
@@ -261,7 +261,7 @@ def test_contract_layer_poison_fails_what_it_claims(rows: list[tuple[LineTruth, 
 def test_edge_numbers_are_valid_json_that_the_typed_column_cannot_hold(
     rows: list[tuple[LineTruth, bytes]],
 ) -> None:
-    from foodtaster.reference import decode, out_of_range
+    from foodtaster_dev.oracle import decode, out_of_range
 
     edges = of_kind(rows, "edge_number")
     assert edges
@@ -385,6 +385,6 @@ def test_cli_refuses_truth_inside_the_batch(tmp_path: Path) -> None:
 
 
 def test_importable_without_spark_or_pandas() -> None:
-    code = ("import sys, foodtaster.sample; "
+    code = ("import sys, foodtaster_dev.sample; "
             "assert not {'pyspark', 'pandas', 'pandera'} & set(sys.modules), sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)

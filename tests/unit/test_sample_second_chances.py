@@ -10,7 +10,7 @@ import pandas as pd
 
 from contracts.customers import Customers
 from contracts.orders import Orders
-from foodtaster.sample import SECOND_CHANCE_OUTCOMES, generate_second_chances
+from foodtaster_dev.sample import SECOND_CHANCE_OUTCOMES, generate_second_chances
 
 DAYS = ["2026-11-20", "2026-11-21", "2026-11-22"]
 

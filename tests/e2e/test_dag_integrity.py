@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_ROOT
+from support.environment import PROJECT_ROOT
 
 from foodtaster.state.lake import BATCH_ID_PATTERN
 

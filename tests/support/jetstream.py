@@ -9,7 +9,8 @@ import socket
 import uuid
 
 import pytest
-from conftest import need
+
+from support.environment import need
 
 NATS_URL = os.environ.get("FOODTASTER_TEST_NATS", "nats://127.0.0.1:4222")
 

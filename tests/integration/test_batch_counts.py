@@ -4,8 +4,8 @@ each counted alone, shuffled into as many tasks as the batch's size asks."""
 import re
 
 import pytest
-from conftest import lines_frame
 from pyspark.sql import functions as F
+from support.frames import lines_frame
 
 from contracts.orders import Orders
 from foodtaster.engine import batch_counts as counts_of

@@ -14,9 +14,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from foodtaster.sample import generate_batch
 from foodtaster.state.lake import Lake
-from foodtaster_airflow.localenv import LocalAirflow, postgres_database
+from foodtaster_dev.localenv import LocalAirflow, postgres_database
+from foodtaster_dev.sample import generate_batch
 
 DATASET = "orders"
 DAG_ID = "foodtaster_orders"

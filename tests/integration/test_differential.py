@@ -3,7 +3,7 @@
 Hypothesis generates messages field by field (a valid value, a value of the
 right type that breaks a rule, a wrong type, null, or missing) from the
 contract itself; each example is a batch that Spark evaluates in one job, and
-each message is then judged by `foodtaster.reference` (pandera, one row) on the
+each message is then judged by `foodtaster_dev.oracle` (pandera, one row) on the
 line as written. Numbers at the edge of their type (issue 9) are written as
 JSON literals (`Literal`): beyond 64 bits, beyond a double, underflowing to
 zero, `1E2` and `10.0` for an integer, long digit strings.
@@ -15,15 +15,15 @@ import itertools
 import json
 from datetime import UTC, datetime, timedelta
 
-from conftest import lines_frame
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from support.frames import lines_frame
 
-from contracts.checked import OrdersChecked
 from contracts.orders import Orders
 from foodtaster.engine.judging import validate_lines
 from foodtaster.engine.rules import FieldRule, read_contract
-from foodtaster.reference import decode, failed_rules
+from foodtaster_dev.contracts.checked import OrdersChecked
+from foodtaster_dev.oracle import decode, failed_rules
 
 CONTRACT = read_contract(Orders)
 MISSING = object()

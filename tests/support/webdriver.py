@@ -16,7 +16,7 @@ from typing import Any
 
 import requests
 
-from foodtaster_airflow.localenv import free_port, start_group, stop_group, wait_for_http
+from foodtaster_dev.localenv import free_port, start_group, stop_group, wait_for_http
 
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"  # the W3C key of an element reference
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -133,6 +133,10 @@ class LocalAirflow:
             "FOODTASTER_SPARK_CONF": small_spark_conf(CDS_ARCHIVE),
             "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
+            # the checkout in every Airflow process (started with -P): the installed distribution
+            # leaves out foodtaster_dev, whose contracts the demos and tests point datasets at
+            "PYTHONPATH": os.pathsep.join(filter(None, (str(PROJECT_ROOT),
+                                                        os.environ.get("PYTHONPATH")))),
             "AIRFLOW_CONN_AIRFLOW_API": f"http://{ADMIN_USER}:{self.password}@localhost:"
             f"{self.api_port}",
             **{f"AIRFLOW_CONN_{conn_id.upper()}": connection_value(value)

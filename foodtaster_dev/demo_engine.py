@@ -14,8 +14,9 @@ from typing import Any
 from foodtaster.registry import DatasetConfig
 
 TOP_REASONS = 8
-# A contract whose Python check raises on items 13 (contracts/checked.py): one message is made so.
-CRASHING_CONTRACT = "contracts.checked:OrdersCrashing"
+# A contract whose Python check raises on items 13 (foodtaster_dev/contracts/checked.py): one
+# message is made so.
+CRASHING_CONTRACT = "foodtaster_dev.contracts.checked:OrdersCrashing"
 UNLUCKY_ITEMS = 13
 
 
@@ -118,13 +119,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from foodtaster import sample
     from foodtaster.engine.job import BatchRun, run_batch
     from foodtaster.engine.spark import build_session
     from foodtaster.logs import configure
     from foodtaster.registry import get_dataset, lake_root
     from foodtaster.sources.inbox import land_batch
     from foodtaster.state.lake import Lake
+    from foodtaster_dev import sample
 
     configure()
     config = get_dataset(args.dataset)

@@ -1,8 +1,8 @@
 """Redeliveries are dropped and counted; conflicting copies are all quarantined."""
 
 
-from conftest import lines_frame
 from pyspark.sql import functions as F
+from support.frames import lines_frame
 
 from contracts.orders import Orders
 from foodtaster.engine.duplicates import key_hash, mark_duplicates, repeated_hashes

@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from foodtaster.state.groups import Poison
 from foodtaster.state.lake import Lake
 from foodtaster.state.ledger import record_batch
 
@@ -67,3 +68,9 @@ def write_batch(root: Path, batch_date: str, batch_id: str, lines: list[bytes],
     assert entry["messages"] == entry["valid"] + entry["quarantined"] + entry["duplicates_dropped"]
     record_batch(lake, dataset, entry)
     return entry
+
+
+def poison(lineage: str, group: str, order: str | None = "2026-11-20T09:00:00.000000Z",
+           batch: str = "b1") -> Poison:
+    """A poison message of the groups log: its lineage, its group, its order value, its batch."""
+    return Poison(lineage, group, order, f"m-{lineage}", batch)

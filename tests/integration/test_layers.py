@@ -3,8 +3,8 @@
 import json
 
 import pytest
-from conftest import lines_frame
 from pyspark.sql.types import DoubleType, StringType
+from support.frames import lines_frame
 
 from foodtaster.engine import layers
 

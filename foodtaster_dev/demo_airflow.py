@@ -1,7 +1,7 @@
 """`make demo` and `make airflow`: the pipeline on this machine, Airflow on SQLite in ./.airflow.
 
-    python -m foodtaster_airflow.demo           # two runs with `airflow dags test`, then a report
-    python -m foodtaster_airflow.demo airflow   # `airflow standalone` with the UI
+    python -m foodtaster_dev.demo_airflow           # two runs with `airflow dags test`, then a report
+    python -m foodtaster_dev.demo_airflow airflow   # `airflow standalone` with the UI
 
 The demo drops two generated orders batches into the inbox of the lake (FOODTASTER_LAKE,
 default ./data/lake): a clean day and a poisoned one, runs the DAG for each date and
@@ -28,7 +28,7 @@ from typing import Any
 
 from foodtaster.registry import PROJECT_ROOT, lake_root
 from foodtaster.state.lake import Lake, exists, read_json
-from foodtaster_airflow.localenv import ADMIN_USER, LocalAirflow, postgres_database
+from foodtaster_dev.localenv import ADMIN_USER, LocalAirflow, postgres_database
 
 AIRFLOW_HOME = PROJECT_ROOT / ".airflow"
 DATASET = "orders"
@@ -75,7 +75,7 @@ def publish_stream_batch(date: str) -> int | str:
     import asyncio
     import tempfile
 
-    from foodtaster.sample import generate_batch
+    from foodtaster_dev.sample import generate_batch
 
     async def publish(lines: list[bytes]) -> int:
         import nats
@@ -117,7 +117,7 @@ def standalone_database() -> str | None:
 
 def drop_batches(lake: Lake) -> list[tuple[str, str, int]]:
     """Write the demo's inbox files; returns the resent messages' first places (date, file, line)."""
-    from foodtaster.sample import QUARANTINED, generate_batch, read_lines
+    from foodtaster_dev.sample import QUARANTINED, generate_batch, read_lines
 
     resend: list[bytes] = []
     first: list[tuple[str, str, int]] = []
@@ -247,7 +247,7 @@ def stream_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
 
 REDRIVE_DAG_ID = f"foodtaster_{DATASET}_redrive"
 POISONED_DATE, POISONED_BATCH = "2026-11-21", "20261121"
-CONTRACT_FIX = "contracts.orders_fix:OrdersCurrencyFix"
+CONTRACT_FIX = "foodtaster_dev.contracts.orders_fix:OrdersCurrencyFix"
 
 
 def redrive_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
@@ -332,7 +332,7 @@ def standalone(port: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="foodtaster_airflow.demo", description=__doc__,
+    parser = argparse.ArgumentParser(prog="foodtaster_dev.demo_airflow", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", nargs="?", choices=("demo", "airflow"), default="demo")
     parser.add_argument("--port", type=int, default=int(os.environ.get("AIRFLOW_PORT", 8080)),

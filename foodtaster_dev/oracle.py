@@ -1,4 +1,4 @@
-"""The reference verdict: pandera's own pandas backend, one message at a time.
+"""The oracle: the verdict of pandera's own pandas backend, one message at a time.
 
 Used by the differential test (Spark's verdict must equal this, rule by rule)
 and by the benchmark's naive approach. A message becomes a one-row pandas frame
@@ -10,7 +10,7 @@ A number its typed column cannot hold (an integer beyond 64 bits for an integer
 field; for a number field, one that overflows a double or underflows to zero) is
 `<field>.out_of_range` here as in the engine: pandas would hold it as an object
 column (pandera: a dtype failure) or, for an underflow, silently as 0.0, so the
-reference reads lines with `decode`, which keeps such literals apart.
+oracle reads lines with `decode`, which keeps such literals apart.
 """
 
 from __future__ import annotations

@@ -1,0 +1,5 @@
+import sys
+
+from foodtaster_dev.cli import main
+
+sys.exit(main())
