@@ -203,14 +203,13 @@ def publish(dataset: str, handed: dict[str, Any], outlet_event: Any) -> dict[str
 
 
 def publish_judged(lake: Lake, dataset: str, handed: dict[str, Any]) -> str:
-    """Publish the run the gate judged (`foodtaster.state.publish.publish_judged`)."""
+    """Publish the run the gate judged (`foodtaster.state.publish.publish_judged`): the batch,
+    the judged run and its summary, as the gate's decision names them."""
     from foodtaster.state import publish as publishing
-    from foodtaster.summary import Decision
 
-    decision = Decision.from_json(handed)
     try:
-        return publishing.publish_judged(lake, dataset, decision.batch_date, decision.batch_id,
-                                         decision.run_id, decision.summary_path)
+        return publishing.publish_judged(lake, dataset, handed["batch_date"], handed["batch_id"],
+                                         handed.get("run_id"), handed["summary_path"])
     except publishing.UnjudgedRunError as err:
         raise PipelineError(str(err)) from err
 
