@@ -8,9 +8,12 @@ Per run (one data interval, the inbox folder `dt=<date>` of its start):
 
 - land copies the interval's new inbox files to the raw partition (or, with the
   `batch_id` param, finds an already landed batch to reprocess);
+- a refusal (`foodtaster.errors.refusal`: a batch id never landed, a rerun of a redriven
+  batch, a batch a live run holds, a contract that cannot be read) fails land or validate at
+  once, without retries, and is noted on the run (`REFUSED: ...`) and alerted;
 - has_messages ends an empty landing there: nothing downstream but the ledger;
-- validate is the Spark job (`spark_default`), retried with backoff: it fails only
-  on infrastructure, never on poison data;
+- validate is the Spark job (`spark_default`), retried with backoff when it fails on
+  infrastructure; poison data never fails it;
 - gate reads the batch summary and passes on its verdict (`foodtaster.policy.decide`, run once by the job);
 - publish makes the staged valid rows visible and emits the dataset's Asset event;
 - alert runs only when the verdict says so; ledger records the batch and pauses the
@@ -31,6 +34,7 @@ from pathlib import Path
 import pendulum
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRule, task
 
+from foodtaster.errors import FoodtasterError, refusal
 from foodtaster.registry import PROJECT_ROOT, DatasetConfig, load_registry
 from foodtaster.state.lake import BATCH_ID_PATTERN
 from foodtaster_airflow import steps
@@ -145,7 +149,14 @@ def build_dag(config: DatasetConfig) -> DAG:
         def land(**context) -> dict:
             params = context["params"]
             date, hour = steps.run_interval(context, params, config.schedule)
-            landed = steps.land(dataset, date, hour, params.get("batch_id"))
+            reprocess = params.get("batch_id")
+            try:
+                landed = steps.land(dataset, date, hour, reprocess)
+            except FoodtasterError as err:
+                if not refusal(err):
+                    raise
+                steps.refuse(dataset, reprocess or date.replace("-", ""), None if reprocess else date,
+                             "land", str(err), dag.dag_id, context["run_id"])
             steps.note_run(dataset, landed["batch_id"], dag.dag_id, context["run_id"],
                            steps.landing_note(landed))
             return landed

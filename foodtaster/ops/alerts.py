@@ -78,7 +78,7 @@ class InlineImage:
 class Alert:
     dataset: str
     batch_id: str
-    kind: str  # "batch" | "disabled"
+    kind: str  # "batch" | "disabled" | "refused"
     severity: str  # "ok" | "warning" | "critical"
     subject: str
     text: str
@@ -257,6 +257,27 @@ def build_disabled_alert(
     ]
     return _alert(dataset, str(held_batches[-1]["batch_id"]), "disabled", "critical", subject,
                   blocks)
+
+
+def build_refusal_alert(
+    dataset: str, batch_id: str, batch_date: str | None, task: str, reason: str,
+    *, run_url: str | None = None,
+) -> Alert:
+    """The alert for a run that refused its batch (`foodtaster.errors.refusal`): the task failed
+    at once, without retries, since a retry would be refused the same way. `reason` says why
+    and what to do instead."""
+    subject = f"[foodtaster] {dataset} batch {batch_id}: REFUSED by the {task} task — not validated"
+    date = f" (inbox date {batch_date})" if batch_date else ""
+    blocks: list[Block] = [
+        Para(f"The {task} task of a {dataset} run refused batch {batch_id}{date} and failed at "
+             "once, without retries: a retry would be refused the same way. This run validated, "
+             "published and recorded nothing of the batch; its valid and quarantine partitions "
+             "are as they were."),
+        Items("Why, and what to do instead", (reason,)),
+    ]
+    if run_url:
+        blocks.insert(1, Link("Airflow run", f"{dataset} run in the Airflow UI", run_url))
+    return _alert(dataset, batch_id, "refused", "warning", subject, blocks)
 
 
 def email_message(alert: Alert, sender: str, recipients: Sequence[str]) -> EmailMessage:

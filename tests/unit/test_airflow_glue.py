@@ -16,6 +16,7 @@ import pytest
 from conftest import PROJECT_ROOT
 from lake_support import reason, write_batch
 
+from foodtaster.errors import REFUSED_EXIT_CODE, refusal
 from foodtaster.policy import Facts, decide
 from foodtaster.registry import get_dataset
 from foodtaster.state import ledger
@@ -63,8 +64,9 @@ def test_a_named_batch_is_found_under_its_date(tmp_path):
     lake = Lake(str(tmp_path))
     (tmp_path / "raw/orders/batch_date=2026-11-03/batch_id=20261103").mkdir(parents=True)
     assert steps.landed_date(lake, "orders", "20261103") == "2026-11-03"
-    with pytest.raises(steps.PipelineError, match="never landed"):
+    with pytest.raises(steps.BatchNotLanded, match="never landed") as raised:
         steps.landed_date(lake, "orders", "nope")
+    assert refusal(raised.value)  # the land task fails at once: a retry cannot land it
 
 
 def test_a_never_landed_batch_id_gets_the_expected_form_and_the_ids_landed_near_its_date(
@@ -74,17 +76,17 @@ def test_a_never_landed_batch_id_gets_the_expected_form_and_the_ids_landed_near_
     for day in ("2026-11-01", "2026-11-10", "2026-11-12"):
         (tmp_path / f"raw/orders/batch_date={day}/batch_id={day.replace('-', '')}").mkdir(
             parents=True)
-    with pytest.raises(steps.PipelineError) as err:
+    with pytest.raises(steps.BatchNotLanded) as err:
         steps.landed_date(lake, "orders", "2026-11-11")
     message = str(err.value)
     assert "a batch id is YYYYMMDD as a daily run lands it (YYYYMMDDHH hourly)" in message
     assert ("landed within 3 days of 2026-11-11: 20261110 (2026-11-10), 20261112 (2026-11-12)"
             in message)
     assert "20261101" not in message
-    with pytest.raises(steps.PipelineError, match=r"latest landed: 20261101 \(2026-11-01\), "
+    with pytest.raises(steps.BatchNotLanded, match=r"latest landed: 20261101 \(2026-11-01\), "
                        r"20261110 \(2026-11-10\), 20261112"):
         steps.landed_date(lake, "orders", "nope")
-    with pytest.raises(steps.PipelineError, match="no batch was landed yet"):
+    with pytest.raises(steps.BatchNotLanded, match="no batch was landed yet"):
         steps.landed_date(lake, "payments", "20261111")
 
 
@@ -471,6 +473,51 @@ def test_a_usage_error_fails_at_once_and_other_failures_are_retried(
     with pytest.raises(AirflowException) as raised:
         operator.execute({})
     assert isinstance(raised.value, AirflowFailException) is not retried
+
+
+def test_only_what_a_retry_may_change_is_not_a_refusal():
+    from foodtaster.engine.accounting import CountsDoNotAddUp
+    from foodtaster.engine.job import BatchWasRedriven
+    from foodtaster.registry import RegistryError
+    from foodtaster.state.lease import LeaseHeld
+
+    for refused in (BatchWasRedriven("redriven"), LeaseHeld("held"), RegistryError("no contract"),
+                    steps.BatchNotLanded("never landed")):
+        assert refusal(refused)
+    for retried in (CountsDoNotAddUp("lost rows"), steps.PipelineError("no summary"), OSError("disk")):
+        assert not refusal(retried)
+
+
+def test_a_refused_validation_is_noted_alerted_and_failed_at_once_with_the_reason_last(
+    tmp_path, monkeypatch, caplog
+):
+    """The job's `REFUSED: ...` line becomes the run's note, an alert, and the task's last log
+    line; the task fails without retries."""
+    import logging
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type": "spark", "host": "local[1]"}')
+    monkeypatch.setenv("PATH", f"{VENV_BIN}:{os.environ['PATH']}")
+    monkeypatch.setenv("FOODTASTER_LAKE", str(tmp_path / "lake"))
+    why = "orders batch 20261121: 2 of its quarantined rows were redriven. Redrive them instead"
+    app = tmp_path / "app.py"
+    app.write_text(f"import sys\nprint('REFUSED: {why}', file=sys.stderr)\nsys.exit({REFUSED_EXIT_CODE})\n")
+    notes = []
+    monkeypatch.setattr(steps, "note_run", lambda *args: notes.append(args))
+    operator = ValidateBatchOperator(task_id="validate", application=str(app), dataset="orders",
+                                     conf={"spark.ui.enabled": "false"})
+    landed = {"batch_id": "20261121", "batch_date": "2026-11-21"}
+    ti = SimpleNamespace(dag_id="foodtaster_orders", xcom_pull=lambda task_ids: landed)
+    caplog.set_level(logging.INFO)
+    with pytest.raises(AirflowFailException, match=f"^REFUSED: {why}$"):
+        operator.execute({"ti": ti, "run_id": "manual__1"})
+    assert notes == [("orders", "20261121", "foodtaster_orders", "manual__1",
+                      f"REFUSED: batch 20261121, inbox date 2026-11-21: {why}")]
+    page = (tmp_path / "lake/_state/alerts/orders/20261121-refused.html").read_text()
+    assert "REFUSED by the validate task" in page and why in page and "without retries" in page
+    assert "/dags/foodtaster_orders/runs/manual__1" in page
+    assert caplog.records[-1].getMessage() == f"REFUSED: {why}"
 
 
 def test_a_missing_spark_connection_is_local_and_says_so(monkeypatch, caplog):
