@@ -226,6 +226,7 @@ def alert(dataset: str, handed: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk.exceptions import AirflowSkipException
 
     from foodtaster.ops import alerts
+    from foodtaster.ops.trend import producers_ranked
     from foodtaster.state.lake import read_json
     from foodtaster.summary import Decision
 
@@ -241,6 +242,7 @@ def alert(dataset: str, handed: dict[str, Any]) -> dict[str, Any]:
     message = alerts.build_batch_alert(
         summary, verdict, config, {},
         trend=trend, chart_png=chart, run_url=channels.run_url(dag_id, run_id) if run_id else None,
+        producers=producers_ranked(lake, dataset, [(decision.batch_date, decision.batch_id)]),
     )
     return channels.deliver(message, config, lake).as_dict()
 

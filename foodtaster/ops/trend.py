@@ -12,6 +12,7 @@ import argparse
 import io
 import json
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -131,19 +132,22 @@ def dataset_trend(lake: Lake, config: DatasetConfig, *, since: str | None = None
         batches=batches, last=last,
         recent_rate=round(sum(b.quarantined for b in recent) / messages, 6) if messages else None,
         rising=is_rising([b.quarantine_rate for b in recent]),
-        producers=producers_ranked(lake, config.name, [b for b in batches if b.quarantined]),
+        producers=producers_ranked(lake, config.name,
+                                   [(b.batch_date, b.batch_id) for b in batches if b.quarantined]),
     )
 
 
-def producers_ranked(lake: Lake, dataset: str, batches: list[BatchRate]) -> tuple[tuple[str, int], ...]:
-    """Quarantined messages by producer over `batches`, most first (ties by name); empty
-    when the dataset's quarantine has no producer column (its contract has none)."""
+def producers_ranked(lake: Lake, dataset: str,
+                     batches: Iterable[tuple[str, str]]) -> tuple[tuple[str, int], ...]:
+    """Quarantined messages by producer over `batches` ((batch date, batch id) each), most
+    first (ties by name); empty when the dataset's quarantine has no producer column (its
+    contract has none)."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     counts: dict[str, int] = {}
-    for batch in batches:
-        fs, path = fsspec.core.url_to_fs(lake.quarantine(dataset, batch.batch_date, batch.batch_id))
+    for batch_date, batch_id in batches:
+        fs, path = fsspec.core.url_to_fs(lake.quarantine(dataset, batch_date, batch_id))
         if not fs.exists(path):
             continue  # recorded, but its quarantine is gone (recalled or cleaned): nothing to count
         parts = ds.dataset(path, filesystem=fs, format="parquet", exclude_invalid_files=True)
@@ -218,7 +222,9 @@ def render_trend(trend: Trend, *, width: float = 9.0, dpi: int = 100) -> bytes:
         names = [name for name, _ in trend.producers][:8][::-1]  # most quarantined on top
         counts = [count for _, count in trend.producers][:8][::-1]
         bars.barh(names, counts, color="#7f8c8d")
-        bars.set_title("quarantined by producer", fontsize=9)
+        shown = len(trend.batches)
+        bars.set_title(f"quarantined by producer,\n{'the batch' if shown == 1 else f'all {shown} batches'}",
+                       fontsize=9)
         bars.tick_params(labelsize=8)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
