@@ -70,13 +70,19 @@ def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dic
     """Land the interval's new messages from the dataset's source (inbox files, a broker), or
     (with a batch id) the landed batch again."""
     from foodtaster import sources
+    from foodtaster.sources.raw_batch import batch_id_for
     from foodtaster.state import ledger
+    from foodtaster.state.lake import new_run_id
+    from foodtaster.state.lease import batch_lease
 
     lake = _lake()
     if batch_id:
         date = landed_date(lake, dataset, check_batch_id(batch_id))
         hour = None
-    result = sources.land(_config(dataset), lake, date, batch_id=batch_id, hour=hour)
+    # The scheduled DAG and the reprocess DAG may land one batch at once (each DAG lands one
+    # at a time): the batch's lease keeps them from claiming and recording its files together.
+    with batch_lease(lake, dataset, batch_id or batch_id_for(date, hour), f"land-{new_run_id()}"):
+        result = sources.land(_config(dataset), lake, date, batch_id=batch_id, hour=hour)
     # A dataset that paused itself runs again only when an operator unpaused its DAG.
     ledger.re_enable(lake, dataset, result.batch_id)
     return {**result.as_dict(), "lake": lake.root, "reprocess": bool(batch_id)}
@@ -309,7 +315,8 @@ def ledger(
     result = {"entry": entry, "held_streak": recorded.held_streak, "disabled": None,
               "note": note_run(dataset, entry["batch_id"], dag_id, run_id, run_note(entry))}
     if recorded.pause_due:
-        result["disabled"] = disable(dataset, dag_id, recorded.held_streak, config, lake)
+        # the scheduled DAG pauses, whichever DAG's run (it or the reprocess DAG) held the batch
+        result["disabled"] = disable(dataset, f"foodtaster_{dataset}", recorded.held_streak, config, lake)
     return result
 
 

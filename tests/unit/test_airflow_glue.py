@@ -94,17 +94,21 @@ def test_the_trigger_form_refuses_a_batch_id_no_batch_can_have_and_shows_no_mark
     from airflow.sdk.exceptions import ParamValidationError
 
     from foodtaster.state.lake import BATCH_ID_PATTERN
-    from foodtaster_airflow.factory import run_params, valid_asset
+    from foodtaster_airflow.factory import reprocess_params, run_params, valid_asset
 
-    params = run_params("orders")
+    params = reprocess_params()
     batch_id = params["batch_id"]
     assert batch_id.schema["pattern"] == BATCH_ID_PATTERN.pattern
-    for accepted in (None, "20261111", "2026111108"):
+    for accepted in ("20261111", "2026111108"):
         assert batch_id.resolve(accepted) == accepted
     for refused in ("2026 11 11", "../20261111", "", "x" * 65):
         with pytest.raises(ParamValidationError, match="does not match"):
             batch_id.resolve(refused)
-    for param in params.values():  # the form shows descriptions as plain text
+    with pytest.raises(ParamValidationError):
+        batch_id.resolve(None)  # the reprocess DAG's one question: the form asks it first
+    # the scheduled DAG's form, and its Backfill tab, which shows every param: no batch id
+    assert list(run_params("orders")) == ["batch_date"]
+    for param in [*params.values(), *run_params("orders").values()]:  # descriptions are plain text
         assert "`" not in param.description
     # the Assets view's search matches names: the name is the URI the README gives
     asset = valid_asset("orders")
@@ -547,3 +551,27 @@ def test_killing_the_task_kills_the_submission_in_flight():
     operator.submission = SimpleNamespace(on_kill=lambda: killed.append(True))
     operator.on_kill()
     assert killed == [True]
+
+
+@pytest.mark.parametrize(("dag", "why"), [
+    ("scheduled", "foodtaster_orders lands inbox dates; reprocess a landed batch with the DAG "
+                  "foodtaster_orders_reprocess"),
+    ("reprocess", "batch '20261121' of 'orders' was never landed"),
+])
+def test_a_batch_id_the_land_task_cannot_reprocess_is_refused_at_once(tmp_path, monkeypatch, dag, why):
+    """A batch id in a scheduled run's conf (the API, the CLI), or one never landed, fails the
+    land task without retries, noted on the run and alerted."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from foodtaster_airflow.factory import build_dag, build_reprocess_dag
+
+    monkeypatch.setenv("FOODTASTER_LAKE", str(tmp_path / "lake"))
+    notes = []
+    monkeypatch.setattr(steps, "note_run", lambda *args: notes.append(args[-1]))
+    built = (build_dag if dag == "scheduled" else build_reprocess_dag)(get_dataset("orders"))
+    context = {"params": {"batch_id": "20261121"}, "run_id": "manual__1",
+               "logical_date": datetime(2026, 11, 22, tzinfo=UTC)}
+    with pytest.raises(AirflowFailException, match="^REFUSED: .*" + why):
+        built.task_dict["land"].python_callable(**context)
+    assert notes and notes[0].startswith("REFUSED: batch 20261121") and why in notes[0]
+    assert (tmp_path / "lake/_state/alerts/orders/20261121-refused.html").exists()
