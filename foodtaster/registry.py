@@ -136,7 +136,7 @@ class DatasetConfig:
         module_name, _, attr = self.contract.partition(":")
         try:
             return getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as err:
+        except (ImportError, AttributeError, SyntaxError) as err:
             raise RegistryError(
                 f"dataset {self.name!r}: contract {self.contract!r} cannot be imported: {err}"
             ) from err

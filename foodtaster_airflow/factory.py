@@ -1,4 +1,6 @@
-"""The DAG factory: one DAG a dataset of the registry, `foodtaster_<dataset>`.
+"""The DAG factory: a dataset of the registry has three DAGs: `foodtaster_<dataset>` (scheduled),
+`foodtaster_<dataset>_reprocess` (one landed batch again, the same tasks) and
+`foodtaster_<dataset>_redrive`.
 
 Per run (one data interval, the inbox folder `dt=<date>` of its start):
 
@@ -6,11 +8,14 @@ Per run (one data interval, the inbox folder `dt=<date>` of its start):
                                      \\         \\-> alert ----/
                                       \\-> retry
 
-- land copies the interval's new inbox files to the raw partition (or, with the
-  `batch_id` param, finds an already landed batch to reprocess);
+- land copies the interval's new inbox files to the raw partition (in the reprocess DAG,
+  `foodtaster_<dataset>_reprocess`, it finds the landed batch its `batch_id` param names);
+- a refusal (`foodtaster.errors.refusal`: a batch id never landed, a rerun of a redriven
+  batch, a batch a live run holds, a contract that cannot be read) fails land or validate at
+  once, without retries, and is noted on the run (`REFUSED: ...`) and alerted;
 - has_messages ends an empty landing there: nothing downstream but the ledger;
-- validate is the Spark job (`spark_default`), retried with backoff: it fails only
-  on infrastructure, never on poison data;
+- validate is the Spark job (`spark_default`), retried with backoff when it fails on
+  infrastructure; poison data never fails it;
 - gate reads the batch summary and passes on its verdict (`foodtaster.policy.decide`, run once by the job);
 - publish makes the staged valid rows visible and emits the dataset's Asset event;
 - alert runs only when the verdict says so; ledger records the batch and pauses the
@@ -32,6 +37,7 @@ from typing import Any
 import pendulum
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRule, task
 
+from foodtaster.errors import FoodtasterError, UsageError, refusal
 from foodtaster.registry import PROJECT_ROOT, DatasetConfig, RegistryError, load_registry
 from foodtaster.state.lake import BATCH_ID_PATTERN
 from foodtaster_airflow import redrive_steps, steps
@@ -70,19 +76,9 @@ def valid_asset(dataset: str) -> Asset:
 
 
 def run_params(dataset: str) -> dict[str, Param]:
-    """The trigger form's params; the form checks them before a run is created."""
+    """The scheduled DAG's trigger form (and its Backfill tab, which shows every param of the
+    DAG): the form checks them before a run is created."""
     return {
-        "batch_id": Param(
-            None,
-            type=["null", "string"],
-            pattern=BATCH_ID_PATTERN.pattern,
-            title="Batch id to reprocess",
-            description=(
-                "Reprocess one landed batch (its raw partition) instead of landing the "
-                "interval's new inbox files: YYYYMMDD as landed by a daily run, YYYYMMDDHH "
-                "by an hourly one. Empty: land the run's date."
-            ),
-        ),
         "batch_date": Param(
             None,
             type=["null", "string"],
@@ -90,7 +86,24 @@ def run_params(dataset: str) -> dict[str, Param]:
             title="Inbox date",
             description=(
                 f"Land the inbox folder inbox/{dataset}/dt=<date>/ of this date. Empty: the "
-                "run's data interval (for a date range, create a backfill)."
+                "run's data interval (for a date range, create a backfill). To reprocess a "
+                f"batch landed before, trigger the DAG {reprocess_dag_id_for(dataset)}."
+            ),
+        ),
+    }
+
+
+def reprocess_params() -> dict[str, Param]:
+    """The reprocess DAG's trigger form: the one landed batch to judge again."""
+    return {
+        "batch_id": Param(  # no default: the form asks for it before a run is created
+            type="string",
+            pattern=BATCH_ID_PATTERN.pattern,
+            title="Batch id to reprocess",
+            description=(
+                "Judge one landed batch (its raw partition) again: YYYYMMDD as landed by a "
+                "daily run, YYYYMMDDHH by an hourly one. A batch some of whose quarantined rows "
+                "were redriven is refused: redrive its remaining rows instead."
             ),
         ),
     }
@@ -117,8 +130,8 @@ def _doc_md(config: DatasetConfig) -> str:
         f"| hold at quarantine rate | {config.hold_rate:.2%} |\n"
         f"| pause after held batches in a row | {config.disable_after} |\n\n"
         "**Rerun**: clear a run, or backfill a date range (UI, `airflow backfill create`, "
-        "`POST /api/v2/backfills`). **Reprocess one batch**: trigger with the `batch_id` "
-        "param. **Paused by itself?** The dataset was held "
+        f"`POST /api/v2/backfills`). **Reprocess one batch**: trigger `{reprocess_dag_id_for(config.name)}` "
+        "with its batch id. **Paused by itself?** The dataset was held "
         f"{config.disable_after} times in a row: fix the producer, then unpause the DAG.\n"
     )
 
@@ -132,81 +145,127 @@ def _start_date(config: DatasetConfig) -> pendulum.DateTime:
 
 
 def build_dag(config: DatasetConfig) -> DAG:
-    """The DAG of one dataset. Task bodies live in `foodtaster_airflow.steps`."""
-    dataset = config.name
-    asset = valid_asset(dataset)
+    """The scheduled DAG of one dataset: each data interval's inbox, landed and judged.
+    Task bodies live in `foodtaster_airflow.steps`."""
     with DAG(
-        dag_id=dag_id_for(dataset),
-        description=config.description or f"Foodtaster pipeline of {dataset}",
+        dag_id=dag_id_for(config.name),
+        description=config.description or f"Foodtaster pipeline of {config.name}",
         doc_md=_doc_md(config),
         schedule=_schedule(config),
         start_date=_start_date(config),
         catchup=False,
         default_args=DEFAULT_ARGS,
-        tags=["foodtaster", dataset],
-        params=run_params(dataset),
+        tags=["foodtaster", config.name],
+        params=run_params(config.name),
     ) as dag:
-
-        # One landing of the dataset at a time, across all its runs: landing reads, updates and
-        # writes the interval's bookmark, and a manual run for a date (`batch_date`) can overlap
-        # that date's scheduled run. Landing is file copies; validation still runs in parallel.
-        @task(task_id="land", max_active_tis_per_dag=1)
-        def land(**context) -> dict:
-            params = context["params"]
-            date, hour = steps.run_interval(context, params, config.schedule)
-            landed = steps.land(dataset, date, hour, params.get("batch_id"))
-            steps.note_run(dataset, landed["batch_id"], dag.dag_id, context["run_id"],
-                           steps.landing_note(landed))
-            return landed
-
-        @task.short_circuit(task_id="has_messages", ignore_downstream_trigger_rules=False)
-        def has_messages(landed: dict) -> bool:
-            return steps.has_messages(landed)
-
-        @task(task_id="gate")
-        def gate(landed: dict) -> dict:
-            return steps.gate(dataset, landed)
-
-        @task(task_id="publish", outlets=[asset])
-        def publish(decision: dict, **context) -> dict:
-            return steps.publish(dataset, decision, context["outlet_events"][asset])
-
-        @task(task_id="alert", retries=2, retry_delay=timedelta(seconds=20))
-        def alert(decision: dict) -> dict:
-            return steps.alert(dataset, decision)
-
-        @task(task_id="ledger", trigger_rule=TriggerRule.NONE_FAILED)
-        def ledger(landed: dict, **context) -> dict:
-            ti = context["ti"]
-            return steps.ledger(
-                dataset,
-                landed,
-                decision=ti.xcom_pull(task_ids="gate"),
-                published=ti.xcom_pull(task_ids="publish"),
-                alerted=ti.xcom_pull(task_ids="alert"),
-                dag_id=dag.dag_id,
-                run_id=context["run_id"],
-            )
-
-        # A decorated task's call is typed with the function's parameters, but takes the upstream
-        # tasks' XComArgs, which Airflow resolves to their values before it runs.
-        landed = land()
-        gate_open = has_messages(landed)  # type: ignore[arg-type]
-        validate = ValidateBatchOperator(
-            task_id="validate",
-            application=str(VALIDATE_JOB),
-            dataset=dataset,
-            **VALIDATE_RETRIES,
-        )
-        decision = gate(landed)  # type: ignore[arg-type]
-        published = publish(decision)  # type: ignore[arg-type]
-        alerted = alert(decision)  # type: ignore[arg-type]
-        recorded = ledger(landed)  # type: ignore[arg-type]
-
-        gate_open >> validate >> decision
-        validate >> _retry_task(dataset)
-        [published, alerted] >> recorded
+        _pipeline(config, dag, reprocess=False)
     return dag
+
+
+def build_reprocess_dag(config: DatasetConfig) -> DAG:
+    """`foodtaster_<dataset>_reprocess`: one landed batch judged again, the same tasks as the
+    scheduled DAG. Its own DAG, without a schedule, because Airflow's Backfill tab shows every
+    param of a DAG (only a `const` one is hidden, from the trigger form too) and is offered for
+    every DAG with a time-based schedule: a batch id there would reprocess one batch for each
+    date of the range."""
+    dataset = config.name
+    with _unscheduled_dag(
+        config, reprocess_dag_id_for(dataset), "reprocess", reprocess_params(),
+        description=f"Reprocess one landed {dataset} batch",
+        doc_md=(f"# Foodtaster: reprocess `{dataset}`\n\nJudge one landed batch again (trigger "
+                "with its batch id): the same tasks as the scheduled DAG, on its raw partition. "
+                "A batch some of whose quarantined rows were redriven is refused at once: redrive "
+                f"its remaining rows with `{redrive_dag_id_for(dataset)}` instead."),
+    ) as dag:
+        _pipeline(config, dag, reprocess=True)
+    return dag
+
+
+def _unscheduled_dag(config: DatasetConfig, dag_id: str, tag: str, params: dict[str, Param], *,
+                     description: str, doc_md: str) -> DAG:
+    """A DAG of the dataset run from its trigger form only (no schedule, so no Backfill tab)."""
+    return DAG(
+        dag_id=dag_id, description=description, doc_md=doc_md, schedule=None,
+        start_date=_start_date(config), catchup=False,
+        default_args=DEFAULT_ARGS, tags=["foodtaster", config.name, tag], params=params,
+    )
+
+
+def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
+    """The tasks of a run, in `dag`: of a data interval's inbox, or (`reprocess`) of the landed
+    batch its `batch_id` param names."""
+    dataset = config.name
+    asset = valid_asset(dataset)
+
+    # One landing of the dataset at a time, across all its runs: landing reads, updates and
+    # writes the interval's bookmark, and a manual run for a date (`batch_date`) can overlap
+    # that date's scheduled run. Landing is file copies; validation still runs in parallel.
+    @task(task_id="land", max_active_tis_per_dag=1)
+    def land(**context) -> dict:
+        params = context["params"]
+        date, hour = steps.run_interval(context, params, config.schedule)
+        batch_id = params.get("batch_id")
+        try:
+            if batch_id and not reprocess:  # a run's conf, by the API or the CLI
+                raise UsageError(f"batch_id {batch_id!r}: {dag.dag_id} lands inbox dates; reprocess "
+                                 f"a landed batch with the DAG {reprocess_dag_id_for(dataset)}")
+            landed = steps.land(dataset, date, hour, batch_id if reprocess else None)
+        except FoodtasterError as err:
+            if not refusal(err):
+                raise
+            steps.refuse(dataset, batch_id or date.replace("-", ""), None if batch_id else date,
+                         "land", str(err), dag.dag_id, context["run_id"])
+        steps.note_run(dataset, landed["batch_id"], dag.dag_id, context["run_id"],
+                       steps.landing_note(landed))
+        return landed
+
+    @task.short_circuit(task_id="has_messages", ignore_downstream_trigger_rules=False)
+    def has_messages(landed: dict) -> bool:
+        return steps.has_messages(landed)
+
+    @task(task_id="gate")
+    def gate(landed: dict) -> dict:
+        return steps.gate(dataset, landed)
+
+    @task(task_id="publish", outlets=[asset])
+    def publish(decision: dict, **context) -> dict:
+        return steps.publish(dataset, decision, context["outlet_events"][asset])
+
+    @task(task_id="alert", retries=2, retry_delay=timedelta(seconds=20))
+    def alert(decision: dict) -> dict:
+        return steps.alert(dataset, decision)
+
+    @task(task_id="ledger", trigger_rule=TriggerRule.NONE_FAILED)
+    def ledger(landed: dict, **context) -> dict:
+        ti = context["ti"]
+        return steps.ledger(
+            dataset,
+            landed,
+            decision=ti.xcom_pull(task_ids="gate"),
+            published=ti.xcom_pull(task_ids="publish"),
+            alerted=ti.xcom_pull(task_ids="alert"),
+            dag_id=dag.dag_id,
+            run_id=context["run_id"],
+        )
+
+    # A decorated task's call is typed with the function's parameters, but takes the upstream
+    # tasks' XComArgs, which Airflow resolves to their values before it runs.
+    landed = land()
+    gate_open = has_messages(landed)  # type: ignore[arg-type]
+    validate = ValidateBatchOperator(
+        task_id="validate",
+        application=str(VALIDATE_JOB),
+        dataset=dataset,
+        **VALIDATE_RETRIES,
+    )
+    decision = gate(landed)  # type: ignore[arg-type]
+    published = publish(decision)  # type: ignore[arg-type]
+    alerted = alert(decision)  # type: ignore[arg-type]
+    recorded = ledger(landed)  # type: ignore[arg-type]
+
+    gate_open >> validate >> decision
+    validate >> _retry_task(dataset)
+    [published, alerted] >> recorded
 
 
 def _retry_task(dataset: str) -> RetryPassOperator:
@@ -217,6 +276,10 @@ def _retry_task(dataset: str) -> RetryPassOperator:
         task_id="retry", application=str(RETRY_JOB), dataset=dataset,
         trigger_rule=TriggerRule.NONE_FAILED, max_active_tis_per_dag=1, **VALIDATE_RETRIES,
     )
+
+
+def reprocess_dag_id_for(dataset: str) -> str:
+    return f"foodtaster_{dataset}_reprocess"
 
 
 def redrive_dag_id_for(dataset: str) -> str:
@@ -258,20 +321,14 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
     """
     dataset = config.name
     asset = valid_asset(dataset)
-    with DAG(
-        dag_id=redrive_dag_id_for(dataset),
+    with _unscheduled_dag(
+        config, redrive_dag_id_for(dataset), "redrive", redrive_params(),
         description=f"Redrive quarantined {dataset} rows after a fix, or release a held batch",
         doc_md=(f"# Foodtaster: redrive `{dataset}`\n\nJudge quarantined rows of a date range again "
                 "against today's contract and poison list and publish those that now pass "
                 f"(`valid/{dataset}/batch_date=<their date>/batch_id=redrive-<id>/`), or release a "
                 "held batch. Dry run is on by default: read the counts by rule in the redrive "
                 "task's log, then trigger again with it off. See docs/operations.md."),
-        schedule=None,
-        start_date=_start_date(config),
-        catchup=False,
-        default_args=DEFAULT_ARGS,
-        tags=["foodtaster", dataset, "redrive"],
-        params=redrive_params(),
     ) as dag:
 
         @task(task_id="plan")
@@ -301,9 +358,10 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
 
 
 def build_dags(registry: str | Path | None = None) -> dict[str, DAG]:
-    """Every dataset's DAGs by dag id: its pipeline and its redrive."""
+    """Every dataset's DAGs by dag id: its pipeline, its reprocess and its redrive."""
     dags = {}
     for name, config in load_registry(registry).items():
         dags[dag_id_for(name)] = build_dag(config)
+        dags[reprocess_dag_id_for(name)] = build_reprocess_dag(config)
         dags[redrive_dag_id_for(name)] = build_redrive_dag(config)
     return dags

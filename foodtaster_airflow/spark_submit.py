@@ -4,8 +4,10 @@ members `SparkJobHook` overrides: `get_connection` and `log`).
 
 The Spark job never fails on poison data (a bad message is a quarantined row), so a
 failed submission is infrastructure (a lost executor, a busy cluster, a full disk)
-and is retried with backoff; a usage error of the job (exit code 2: bad arguments,
-an unknown dataset) fails at once, since a retry cannot fix it.
+and is retried with backoff. Two exits fail at once, since a retry cannot change them:
+a usage error (exit code 2: bad arguments), and a refusal (`REFUSED_EXIT_CODE`: a rerun of
+a redriven batch, a batch a live run holds, a contract that cannot be read), whose reason,
+the job's `REFUSED: ...` line, the validate task notes on the run, alerts, and logs last.
 
 The provider logs every line spark-submit prints at INFO on its hook's logger, so a
 Spark WARN or a Python traceback reads as INFO in the task log. `SparkOutputLog` gives
@@ -24,11 +26,13 @@ import re
 import sys
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Any
+from typing import Any, NoReturn
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import BaseOperator, Connection
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
+
+from foodtaster.errors import REFUSED_EXIT_CODE, REFUSED_PREFIX
 
 DEFAULT_MASTER = "local[*]"
 log = logging.getLogger(__name__)
@@ -148,8 +152,10 @@ class ValidateBatchOperator(BaseOperator):
                  arguments: list[str] | None = None, conf: dict[str, str] | None = None,
                  env_vars: dict[str, str] | None = None, name: str | None = None,
                  **kwargs: Any) -> None:
-        """`arguments`: another job's command line (the redrive's); default the validation job's."""
+        """`arguments`: another job's command line (the redrive's); default the validation job's,
+        whose refusal is noted on the run and alerted as its landed batch's."""
         super().__init__(**kwargs)
+        self.validates_landed_batch = arguments is None
         self.dataset = dataset
         self.application = application
         self.conn_id = conn_id
@@ -172,13 +178,28 @@ class ValidateBatchOperator(BaseOperator):
         try:
             self.submission.submit(self.application)
         except AirflowException as err:
-            if submit_exit_code(err) == USAGE_ERROR:
+            exit_code = submit_exit_code(err)
+            if exit_code == REFUSED_EXIT_CODE:
+                self.refuse(context, self.submission.log.refusal or str(err))
+            if exit_code == USAGE_ERROR:
                 raise AirflowFailException(
                     f"the Spark job rejected its arguments (exit code {USAGE_ERROR}); "
                     f"not retrying: {err}"
                 ) from err
             raise
         return None
+
+    def refuse(self, context: Any, reason: str) -> NoReturn:
+        """The job refused its run: fail at once, the reason last (`steps.refuse` for the
+        validation job: noted on the run and alerted as well)."""
+        if self.validates_landed_batch:
+            from foodtaster_airflow import steps
+
+            landed = context["ti"].xcom_pull(task_ids="land")
+            steps.refuse(self.dataset, landed["batch_id"], landed["batch_date"], self.task_id, reason,
+                         context["ti"].dag_id, context["run_id"])
+        log.error("%s", reason)
+        raise AirflowFailException(reason)
 
     def on_kill(self) -> None:
         if self.submission is not None:
@@ -260,6 +281,7 @@ class SparkOutputLog:
         self._hook_log = hook_log
         self._last: tuple[logging.Logger, int] | None = None
         self._in_traceback = False
+        self.refusal: str | None = None  # the job's `REFUSED: ...` line, when it refused its run
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._hook_log, name)
@@ -291,6 +313,9 @@ class SparkOutputLog:
             self._in_traceback = True
         elif self._last is not None and CONTINUATION.match(line):
             routed = self._last
+        elif line.startswith(REFUSED_PREFIX):
+            routed = job, logging.ERROR  # validate_batch.py's last line when it refused its run
+            self.refusal = line
         elif line.startswith("{") and '"batch_id"' in line:
             routed = job, logging.INFO  # the JSON summary validate_batch.py prints last
         else:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 import re
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from foodtaster.errors import Failed
+from foodtaster.errors import REFUSED_PREFIX, Failed, NotFound
 from foodtaster.registry import DatasetConfig, get_dataset, lake_root
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow import channels
@@ -28,7 +28,11 @@ RUN_NOTE_CHARS = 1000  # Airflow's limit for a run's note
 
 
 class PipelineError(Failed):
-    """A run cannot go on: a named batch was never landed, a summary is missing."""
+    """A run cannot go on: a summary is missing, a pause failed."""
+
+
+class BatchNotLanded(NotFound):
+    """The batch id to reprocess names no landed batch: a refusal, not retried."""
 
 
 def _config(dataset: str) -> DatasetConfig:
@@ -67,13 +71,19 @@ def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dic
     """Land the interval's new messages from the dataset's source (inbox files, a broker), or
     (with a batch id) the landed batch again."""
     from foodtaster import sources
+    from foodtaster.sources.raw_batch import batch_id_for
     from foodtaster.state import ledger
+    from foodtaster.state.lake import new_run_id
+    from foodtaster.state.lease import batch_lease
 
     lake = lake_from_env()
     if batch_id:
         date = landed_date(lake, dataset, check_batch_id(batch_id))
         hour = None
-    result = sources.land(_config(dataset), lake, date, batch_id=batch_id, hour=hour)
+    # The scheduled DAG and the reprocess DAG may land one batch at once (each DAG lands one
+    # at a time): the batch's lease keeps them from claiming and recording its files together.
+    with batch_lease(lake, dataset, batch_id or batch_id_for(date, hour), f"land-{new_run_id()}"):
+        result = sources.land(_config(dataset), lake, date, batch_id=batch_id, hour=hour)
     # A dataset that paused itself runs again only when an operator unpaused its DAG.
     ledger.re_enable(lake, dataset, result.batch_id)
     return {**result.as_dict(), "lake": lake.root, "reprocess": bool(batch_id)}
@@ -86,7 +96,7 @@ def landed_date(lake: Lake, dataset: str, batch_id: str) -> str:
     landed = [(raw.batch_date, raw.batch_id) for raw in partitions(lake, "raw", dataset)]
     dates = sorted({day for day, landed_id in landed if landed_id == batch_id})
     if not dates:
-        raise PipelineError(
+        raise BatchNotLanded(
             f"batch {batch_id!r} of {dataset!r} was never landed (no raw partition): a batch id "
             "is YYYYMMDD as a daily run lands it (YYYYMMDDHH hourly); "
             f"{_landed_near(landed, batch_id)}. To land new files, trigger without batch_id"
@@ -222,6 +232,7 @@ def alert(dataset: str, handed: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk.exceptions import AirflowSkipException
 
     from foodtaster.ops import alerts
+    from foodtaster.ops.trend import producers_ranked
     from foodtaster.state.lake import read_json
     from foodtaster.summary import Decision
 
@@ -237,6 +248,7 @@ def alert(dataset: str, handed: dict[str, Any]) -> dict[str, Any]:
     message = alerts.build_batch_alert(
         summary, verdict, config, {},
         trend=trend, chart_png=chart, run_url=channels.run_url(dag_id, run_id) if run_id else None,
+        producers=producers_ranked(lake, dataset, [(decision.batch_date, decision.batch_id)]),
     )
     return channels.deliver(message, config, lake).as_dict()
 
@@ -303,7 +315,8 @@ def ledger(
     result = {"entry": entry, "held_streak": recorded.held_streak, "disabled": None,
               "note": note_run(dataset, entry["batch_id"], dag_id, run_id, run_note(entry))}
     if recorded.pause_due:
-        result["disabled"] = disable(dataset, dag_id, recorded.held_streak, config, lake)
+        # the scheduled DAG pauses, whichever DAG's run (it or the reprocess DAG) held the batch
+        result["disabled"] = disable(dataset, f"foodtaster_{dataset}", recorded.held_streak, config, lake)
     return result
 
 
@@ -324,6 +337,29 @@ def landing_note(landed: dict[str, Any]) -> str:
     """The run's note until the ledger replaces it: a run that fails later still names its batch."""
     return (f"batch {landed['batch_id']}, inbox date {landed['batch_date']}: "
             f"{landed['messages']} messages landed")
+
+
+def refuse(dataset: str, batch_id: str, batch_date: str | None, task: str, reason: str,
+           dag_id: str, run_id: str) -> NoReturn:
+    """A task refused its run (`foodtaster.errors.refusal`): note it on the run, alert, and fail
+    the task at once, without retries, the reason as its last log line. An infrastructure
+    failure never comes here: it is raised as it is, and retried."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from foodtaster.ops import alerts
+
+    reason = " ".join(reason.removeprefix(REFUSED_PREFIX).split())
+    date = f", inbox date {batch_date}" if batch_date else ""
+    note_run(dataset, batch_id, dag_id, run_id, f"{REFUSED_PREFIX}batch {batch_id}{date}: {reason}")
+    message = alerts.build_refusal_alert(dataset, batch_id, batch_date, task, reason,
+                                         run_url=channels.run_url(dag_id, run_id))
+    try:
+        delivery = channels.deliver(message, _config(dataset), lake_from_env()).as_dict()
+        log.info("dataset=%s batch=%s event=refusal_alerted %s", dataset, batch_id, delivery)
+    except Exception as err:  # noqa: BLE001 - the refusal stands; its alert is the courtesy
+        log.warning("dataset=%s batch=%s event=refusal_alert_failed %s", dataset, batch_id, err)
+    log.error("%s%s", REFUSED_PREFIX, reason)
+    raise AirflowFailException(REFUSED_PREFIX + reason)
 
 
 def note_run(dataset: str, batch_id: str, dag_id: str, run_id: str, note: str,

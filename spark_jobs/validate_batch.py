@@ -4,7 +4,10 @@
         --lake ROOT [--batch-date YYYY-MM-DD] [--run-id ID] [--no-publish] [--no-gate]
 
 Also runs as `python spark_jobs/validate_batch.py ...` on local Spark. Poison
-messages never fail the job; only infrastructure errors do (and are retried).
+messages never fail the job; only infrastructure errors do (and are retried). A run the
+job refuses (a rerun of a redriven batch, a batch a live run holds, a contract that cannot
+be read) exits with `foodtaster.errors.REFUSED_EXIT_CODE` and prints `REFUSED: <why and
+what to do instead>` as its last line: a retry would be refused the same way.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the engine, when run from a checkout
 
-from foodtaster.engine.job import BatchRun, run_batch  # noqa: E402
+from foodtaster.engine.job import BatchRun, check_not_redriven, run_batch  # noqa: E402
+from foodtaster.engine.rules import read_contract  # noqa: E402
 from foodtaster.engine.spark import build_session  # noqa: E402
+from foodtaster.errors import REFUSED_EXIT_CODE, REFUSED_PREFIX, FoodtasterError, refusal  # noqa: E402
 from foodtaster.logs import configure  # noqa: E402
 from foodtaster.registry import get_dataset, lake_root  # noqa: E402
 from foodtaster.state.lake import Lake, check_batch_id, check_date, new_run_id, run_id_from  # noqa: E402
@@ -60,12 +65,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure()
+    try:
+        return validate(args)
+    except FoodtasterError as err:
+        if not refusal(err):
+            raise
+        print(REFUSED_PREFIX + " ".join(str(err).split()), file=sys.stderr, flush=True)
+        return REFUSED_EXIT_CODE
+
+
+def validate(args: argparse.Namespace) -> int:
     config = get_dataset(args.dataset)
+    read_contract(config.load_contract())  # a contract that cannot be read is refused before Spark starts
     run = BatchRun(config=config, input_path=args.input, lake=Lake(args.lake or lake_root()),
                    batch_id=args.batch_id, batch_date=args.batch_date, publish=args.publish,
                    gate=args.gate, run_id=args.run_id or new_run_id())
-    # Taken before Spark starts, so a second run of the batch is refused in a second.
+    # Taken and checked before Spark starts, so a second run of the batch, or a rerun of a
+    # redriven one, is refused in a second.
     with batch_lease(run.lake, config.name, run.batch_id, run.run_id):
+        check_not_redriven(run.lake, config.name, run.batch_id)
         spark = build_session(f"foodtaster-{args.dataset}-{args.batch_id}", master=args.master)
         try:
             summary = run_batch(spark, run)

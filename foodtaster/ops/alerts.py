@@ -78,7 +78,7 @@ class InlineImage:
 class Alert:
     dataset: str
     batch_id: str
-    kind: str  # "batch" | "disabled"
+    kind: str  # "batch" | "disabled" | "refused"
     severity: str  # "ok" | "warning" | "critical"
     subject: str
     text: str
@@ -105,14 +105,16 @@ class Alert:
 def build_batch_alert(
     summary: dict[str, Any], verdict: Verdict, config: DatasetConfig, paths: dict[str, str],
     *, trend: Trend | None = None, chart_png: bytes | None = None, run_url: str | None = None,
+    producers: Sequence[tuple[str, int]] = (),
 ) -> Alert:
     """The alert for one batch from its summary.json and verdict.
 
     `paths` adds to (and overrides) the summary's own `paths`, for locations
     only the caller knows (e.g. where the valid rows were published). `trend`
-    (the dataset's recent batches, this one included) adds the recent rate, its
-    direction and the producers; `chart_png` (trend.render_trend) goes inline in
-    the email; `run_url` links the run in the Airflow UI.
+    (the dataset's recent batches, this one included) adds the recent rate and its
+    direction; `chart_png` (trend.render_trend) goes inline in the email; `run_url`
+    links the run in the Airflow UI; `producers` counts this batch's quarantined
+    messages by producer (`trend.producers_ranked` over this batch alone), most first.
     """
     dataset, batch_id = summary["dataset"], summary["batch_id"]
     rate = float(summary["quarantine_rate"])
@@ -146,6 +148,8 @@ def build_batch_alert(
     ]
     if run_url:
         blocks.insert(1, Link("Airflow run", f"{dataset} run in the Airflow UI", run_url))
+    if producers:
+        blocks.append(_producers_table(producers, int(summary["quarantined"])))
     if trend is not None:
         blocks.extend(_trend_blocks(trend, chart_png is not None))
     blocks.append(next_steps(summary, verdict))
@@ -187,16 +191,19 @@ def _trend_blocks(trend: Trend, with_chart: bool) -> list[Block]:
     if with_chart:
         blocks.append(Image("Quarantine rate by batch", CHART_CID,
                              f"quarantine rate of every batch of {trend.dataset}, with alert_rate "
-                             "and hold_rate drawn"))
-    if trend.producers:
-        blocks.append(Table(
-            "Producers by quarantined messages"
-            + (f" ({TOP_PRODUCERS} of {len(trend.producers)})"
-               if len(trend.producers) > TOP_PRODUCERS else ""),
-            ("Producer", "Quarantined"),
-            tuple((name, str(count)) for name, count in trend.producers[:TOP_PRODUCERS]),
-        ))
+                             f"and hold_rate drawn; beside it, the quarantined messages of all "
+                             f"{len(trend.batches)} batches by producer"))
     return blocks
+
+
+def _producers_table(producers: Sequence[tuple[str, int]], quarantined: int) -> Table:
+    """Who sent this batch's quarantined messages (the chart's panel counts its whole window)."""
+    return Table(
+        f"Producers of the {quarantined} quarantined messages of this batch"
+        + (f" ({TOP_PRODUCERS} of {len(producers)})" if len(producers) > TOP_PRODUCERS else ""),
+        ("Producer", "Quarantined"),
+        tuple((name, str(count)) for name, count in producers[:TOP_PRODUCERS]),
+    )
 
 
 def next_steps(summary: dict[str, Any], verdict: Verdict) -> Commands:
@@ -257,6 +264,27 @@ def build_disabled_alert(
     ]
     return _alert(dataset, str(held_batches[-1]["batch_id"]), "disabled", "critical", subject,
                   blocks)
+
+
+def build_refusal_alert(
+    dataset: str, batch_id: str, batch_date: str | None, task: str, reason: str,
+    *, run_url: str | None = None,
+) -> Alert:
+    """The alert for a run that refused its batch (`foodtaster.errors.refusal`): the task failed
+    at once, without retries, since a retry would be refused the same way. `reason` says why
+    and what to do instead."""
+    subject = f"[foodtaster] {dataset} batch {batch_id}: REFUSED by the {task} task — not validated"
+    date = f" (inbox date {batch_date})" if batch_date else ""
+    blocks: list[Block] = [
+        Para(f"The {task} task of a {dataset} run refused batch {batch_id}{date} and failed at "
+             "once, without retries: a retry would be refused the same way. This run validated, "
+             "published and recorded nothing of the batch; its valid and quarantine partitions "
+             "are as they were."),
+        Items("Why, and what to do instead", (reason,)),
+    ]
+    if run_url:
+        blocks.insert(1, Link("Airflow run", f"{dataset} run in the Airflow UI", run_url))
+    return _alert(dataset, batch_id, "refused", "warning", subject, blocks)
 
 
 def email_message(alert: Alert, sender: str, recipients: Sequence[str]) -> EmailMessage:

@@ -56,6 +56,38 @@ def _config(datasets: dict[str, DatasetConfig], dataset: str) -> DatasetConfig:
     return datasets[dataset]
 
 
+def in_lake(lake: Lake, path: Any) -> str:
+    """A path as the page shows it: relative to the lake root when under it, whatever form it
+    was written in (`file:///root/...`, `file:/root/...`, `/root/...`), else as it is."""
+    def bare(uri: str) -> str:
+        for scheme in ("file://", "file:"):
+            if uri.startswith(scheme):
+                return "/" + uri[len(scheme):].lstrip("/")
+        return uri
+
+    text, root = str(path), bare(lake.root).rstrip("/")
+    return bare(text)[len(root) + 1:] if bare(text).startswith(root + "/") else text
+
+
+def rates(record: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The batch's two rates, each with its name and what it counts: the quarantine rate (all
+    quarantined messages), and, when some of those are not new poison, the new quarantine rate,
+    the one alert_rate and hold_rate judge (`foodtaster.policy.decide`)."""
+    messages, quarantined = int(record.get("messages") or 0), int(record.get("quarantined") or 0)
+    shown = [("quarantine rate", _rate(record.get("quarantine_rate")),
+              f"all {quarantined} quarantined of {messages} messages")]
+    not_new = {"already listed (poison list)": int(record.get("listed") or 0),
+               "retrying": int(record.get("retrying") or 0),
+               "held for their conversation": int(record.get("held_for_group") or 0)}
+    if messages and any(not_new.values()):
+        new = quarantined - sum(not_new.values())
+        left_out = ", ".join(f"{count} {what}" for what, count in not_new.items() if count)
+        shown.append(("new quarantine rate", _rate(new / messages),
+                      f"{new} new poison of {messages} messages: the quarantined without the "
+                      f"{left_out}; alert_rate and hold_rate judge this one"))
+    return shown
+
+
 def _top_reasons(pairs: Any) -> str:
     return "<br>".join(f"{_e(count)}&nbsp;&nbsp;{_e(rule)}" for rule, count in pairs or ())
 
@@ -84,6 +116,10 @@ def batches_page(lake: Lake, datasets: dict[str, DatasetConfig], *, limit: int =
             "<table><thead><tr><th>batch date</th><th>batch</th><th>verdict</th><th>messages</th>"
             "<th>valid</th><th>quarantined</th><th>duplicates dropped</th><th>quarantine rate</th>"
             f"<th>top reasons</th></tr></thead><tbody>{rows}</tbody></table>"
+            "<p class=muted>quarantine rate: all quarantined messages of the batch's messages. "
+            "When some of them are not new poison (already listed, retrying, held for their "
+            "conversation), the verdict judges the new quarantine rate, without them: the "
+            "batch's page shows both.</p>"
             if entries else "<p class=muted>No batch recorded yet.</p>"
         )
         producers = ", ".join(f"{_e(p)} {_e(c)}" for p, c in trend.producers)
@@ -129,15 +165,19 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
         f"<tr><th>{_e(label)}</th><td class=n>{_e(record.get(key))}</td></tr>"
         for label, key in (("messages", "messages"), ("valid", "valid"),
                            ("quarantined", "quarantined"), ("duplicates dropped", "duplicates_dropped"))
-    )
+    ) + "".join(f"<tr class=rate><th>{_e(name)}</th><td class=n>{_e(value)}</td>"
+                f"<td class=muted>{_e(what)}</td></tr>" for name, value, what in rates(record))
     reasons = "".join(f"<tr><td class=n>{_e(count)}</td><td>{_e(rule)}</td></tr>"
-                      for rule, count in (summary.get("reasons") or {}).items())
+                      for rule, count in sorted((summary.get("reasons") or {}).items(),
+                                                key=lambda item: (-item[1], item[0])))
     samples = "".join(
-        f"<tr class=sample><td>{_e(s.get('source_file'))}:{_e(s.get('line_number'))}</td>"
+        f"<tr class=sample><td>{_e(in_lake(lake, s.get('source_file')))}:{_e(s.get('line_number'))}</td>"
         f"<td><pre>{_e(s.get('raw'))}</pre></td><td>{_reason_cells(s.get('reasons') or [])}</td></tr>"
         for s in summary.get("samples") or ()
     )
     paths = summary.get("paths") or {}
+    why = record.get("why")
+    why = [why] if isinstance(why, str) else list(why or ())
     body = (
         f"<p><a href=\"../../../\">&larr; all batches</a></p>"
         f"<h1>{_e(config.name)} batch {_e(batch_id)}</h1>"
@@ -145,7 +185,7 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
         f"<span class=\"verdict {_e(verdict)}\">{_e(verdict)}</span> &middot; quarantine rate "
         f"<b>{_rate(record.get('quarantine_rate'))}</b> (alert_rate {_rate(config.alert_rate)}, "
         f"hold_rate {_rate(config.hold_rate)})</p>"
-        + (f"<p class=muted>{_e(record.get('why'))}</p>" if record.get("why") else "")
+        + ("<ul class=why>" + "".join(f"<li>{_e(line)}</li>" for line in why) + "</ul>" if why else "")
         + f"<table>{counts}</table>"
         + "<h2>Reasons</h2>"
         + (f"<table><thead><tr><th>rows</th><th>rule</th></tr></thead><tbody>{reasons}</tbody></table>"
@@ -153,8 +193,8 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
         + "<h2>Samples</h2>"
         + (f"<table><thead><tr><th>where</th><th>raw message</th><th>reasons</th></tr></thead>"
            f"<tbody>{samples}</tbody></table>" if samples else "<p class=muted>No sample.</p>")
-        + (f"<p class=muted>quarantine partition: {_e(paths.get('quarantine'))}</p>"
-           if paths.get("quarantine") else "")
+        + (f"<p class=muted>quarantine partition: <code>{_e(in_lake(lake, paths['quarantine']))}</code> "
+           f"(under the lake root {_e(lake.root)})</p>" if paths.get("quarantine") else "")
     )
     return _document(f"{config.name} {batch_id}", body)
 

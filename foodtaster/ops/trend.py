@@ -12,15 +12,19 @@ import argparse
 import io
 import json
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date
-from typing import Any
+from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake, check_date
 from foodtaster.state.ledger import batch_entries
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 LAST_BATCHES = 5
 UNKNOWN_PRODUCER = "(unknown)"  # the producer field was absent, null or could not be parsed
@@ -131,19 +135,22 @@ def dataset_trend(lake: Lake, config: DatasetConfig, *, since: str | None = None
         batches=batches, last=last,
         recent_rate=round(sum(b.quarantined for b in recent) / messages, 6) if messages else None,
         rising=is_rising([b.quarantine_rate for b in recent]),
-        producers=producers_ranked(lake, config.name, [b for b in batches if b.quarantined]),
+        producers=producers_ranked(lake, config.name,
+                                   [(b.batch_date, b.batch_id) for b in batches if b.quarantined]),
     )
 
 
-def producers_ranked(lake: Lake, dataset: str, batches: list[BatchRate]) -> tuple[tuple[str, int], ...]:
-    """Quarantined messages by producer over `batches`, most first (ties by name); empty
-    when the dataset's quarantine has no producer column (its contract has none)."""
+def producers_ranked(lake: Lake, dataset: str,
+                     batches: Iterable[tuple[str, str]]) -> tuple[tuple[str, int], ...]:
+    """Quarantined messages by producer over `batches` ((batch date, batch id) each), most
+    first (ties by name); empty when the dataset's quarantine has no producer column (its
+    contract has none)."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     counts: dict[str, int] = {}
-    for batch in batches:
-        fs, path = fsspec.core.url_to_fs(lake.quarantine(dataset, batch.batch_date, batch.batch_id))
+    for batch_date, batch_id in batches:
+        fs, path = fsspec.core.url_to_fs(lake.quarantine(dataset, batch_date, batch_id))
         if not fs.exists(path):
             continue  # recorded, but its quarantine is gone (recalled or cleaned): nothing to count
         parts = ds.dataset(path, filesystem=fs, format="parquet", exclude_invalid_files=True)
@@ -173,17 +180,43 @@ def describe(trend: Trend) -> str:
 
 
 VERDICT_COLOURS = {"published": "#2b7a3d", "held": "#c0392b", "empty": "#9e9e9e"}
+EMPTY_MARK = "×"  # an empty batch on the chart: it has no rate, so it is not on the rate line
 
 
-def render_trend(trend: Trend, *, width: float = 9.0, dpi: int = 100) -> bytes:
-    """The trend as a PNG: the rate of every batch (a dot coloured by its verdict), the
-    alert and hold thresholds as lines, and the producers ranked beside it."""
+def batch_times(batches: Sequence[BatchRate]) -> list[datetime]:
+    """Where each batch goes on the chart's time axis: its batch date, so a gap of days shows
+    as one; the batches of one date (hourly, or landed twice) spread evenly across its day."""
+    on_day: dict[str, int] = {}
+    for batch in batches:
+        on_day[batch.batch_date] = on_day.get(batch.batch_date, 0) + 1
+    seen: dict[str, int] = {}
+    times = []
+    for batch in batches:
+        index = seen[batch.batch_date] = seen.get(batch.batch_date, -1) + 1
+        day = datetime.fromisoformat(batch.batch_date)
+        times.append(day + timedelta(days=index / on_day[batch.batch_date]))
+    return times
+
+
+def trend_figure(trend: Trend, *, width: float = 9.0, dpi: int = 100) -> Figure:
+    """The trend as a figure: the rate of every batch with messages by batch date (a dot
+    coloured by its verdict, a line through them), empty batches marked × on the axis and
+    left out of the line, the alert and hold thresholds as lines, and the producers ranked
+    beside it. Without a batch, a sentence and no axes: no empty chart to misread."""
     # Figure + the Agg canvas directly: no pyplot, so no global backend or figure registry
     # in the long-lived api-server or task process.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
     from matplotlib.figure import Figure
     from matplotlib.ticker import PercentFormatter
 
+    if not trend.batches:
+        figure = Figure(figsize=(width, 1.2), dpi=dpi, layout="constrained")
+        FigureCanvasAgg(figure)
+        figure.text(0.01, 0.5, f"{trend.dataset}: no batch in range, so no chart "
+                    f"(alert_rate {_percent(trend.alert_rate)}, hold_rate {_percent(trend.hold_rate)})",
+                    fontsize=10, va="center")
+        return figure
     with_producers = bool(trend.producers)
     figure = Figure(figsize=(width, 3.6), dpi=dpi, layout="constrained")
     FigureCanvasAgg(figure)
@@ -191,37 +224,58 @@ def render_trend(trend: Trend, *, width: float = 9.0, dpi: int = 100) -> bytes:
         axes, bars = figure.subplots(1, 2, width_ratios=[3, 1])
     else:
         axes, bars = figure.subplots(), None
-    xs = list(range(len(trend.batches)))
-    rates = [b.quarantine_rate for b in trend.batches]
-    axes.plot(xs, rates, color="#34495e", linewidth=1.2, zorder=2)
-    axes.scatter(xs, rates, c=[VERDICT_COLOURS.get(b.verdict, "#34495e") for b in trend.batches],
-                 s=28, zorder=3)
+    times = batch_times(trend.batches)
+    judged = [(when, b) for when, b in zip(times, trend.batches, strict=True) if b.messages]
+    empty = [when for when, b in zip(times, trend.batches, strict=True) if not b.messages]
+    rates = [b.quarantine_rate for _, b in judged]
+    axes.plot([when for when, _ in judged], rates, color="#34495e", linewidth=1.2, zorder=2)
+    axes.scatter([when for when, _ in judged], rates,
+                 c=[VERDICT_COLOURS.get(b.verdict, "#34495e") for _, b in judged], s=28, zorder=3)
+    if empty:
+        axes.scatter(empty, [0] * len(empty), marker="x", color=VERDICT_COLOURS["empty"], s=36,
+                     zorder=3, clip_on=False, label="empty batch: no messages, no rate")
     axes.axhline(trend.alert_rate, color="#e67e22", linestyle="--", linewidth=1,
                  label=f"alert_rate {_percent(trend.alert_rate)}")
     axes.axhline(trend.hold_rate, color="#c0392b", linestyle="--", linewidth=1,
                  label=f"hold_rate {_percent(trend.hold_rate)}")
-    top = max([trend.hold_rate, *rates]) * 1.15
-    axes.set_ylim(0, top)
+    axes.set_ylim(0, max([trend.hold_rate, *rates]) * 1.15)
     axes.yaxis.set_major_formatter(PercentFormatter(1.0))
-    step = max(1, len(xs) // 10)  # at most ~10 labels, whatever the range
-    axes.set_xticks(xs[::step], [b.batch_date for b in trend.batches][::step], rotation=30,
-                    ha="right", fontsize=8)
+    axes.set_xlim(times[0] - timedelta(days=1), times[-1] + timedelta(days=1))
+    locator = AutoDateLocator(minticks=2, maxticks=8)
+    axes.xaxis.set_major_locator(locator)
+    axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+    axes.tick_params(axis="x", labelsize=8)
     axes.set_ylabel("quarantine rate")
-    axes.legend(loc="upper left", fontsize=8)
-    if trend.batches:
-        span = f"{trend.batches[0].batch_date} .. {trend.batches[-1].batch_date}"
-    else:
-        span = "no batch in range"
-    axes.set_title(f"{trend.dataset}  {span}", fontsize=10, loc="left")
+    axes.legend(loc="best", fontsize=8)
+    axes.set_title(f"{trend.dataset}  {trend.batches[0].batch_date} .. {trend.batches[-1].batch_date}",
+                   fontsize=10, loc="left")
     figure.suptitle(describe(trend), fontsize=9, x=0.01, ha="left")
+    figure.supxlabel(_caption(trend, len(empty)), fontsize=8, x=0.01, ha="left")
     if bars is not None:
         names = [name for name, _ in trend.producers][:8][::-1]  # most quarantined on top
         counts = [count for _, count in trend.producers][:8][::-1]
         bars.barh(names, counts, color="#7f8c8d")
-        bars.set_title("quarantined by producer", fontsize=9)
+        shown = len(trend.batches)
+        bars.set_title(f"quarantined by producer,\n{'the batch' if shown == 1 else f'all {shown} batches'}",
+                       fontsize=9)
         bars.tick_params(labelsize=8)
+    return figure
+
+
+def _caption(trend: Trend, empty: int) -> str:
+    """What the chart shows, said under it: the batches, their spacing, the empty ones."""
+    count = len(trend.batches)
+    caption = f"{count} {'batch' if count == 1 else 'batches'}, placed by batch date"
+    if empty:
+        caption += (f"; {empty} empty {'batch' if empty == 1 else 'batches'} ({EMPTY_MARK}) "
+                    "left out of the rate line")
+    return caption
+
+
+def render_trend(trend: Trend, *, width: float = 9.0, dpi: int = 100) -> bytes:
+    """The trend as a PNG (`trend_figure`)."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
+    trend_figure(trend, width=width, dpi=dpi).savefig(buffer, format="png")
     return buffer.getvalue()
 
 

@@ -2,8 +2,8 @@
 
 The validation job holds it while it writes and swaps in a batch's partitions, the publish
 task while it publishes: a second run of the same batch is refused with the holder's name
-(Airflow retries it with backoff), never let to write beside the first. A lease whose holder
-died (same host, process gone) or whose time ran out is taken over.
+(a refusal: the validate task fails at once, not retried), never let to write beside the
+first. A lease whose holder died (same host, process gone) or whose time ran out is taken over.
 
 On a local disk the lease file is created with O_EXCL and taken over by an atomic rename; on
 other fsspec file systems creation is check-then-write, so two runs starting in the same

@@ -79,7 +79,9 @@ def test_the_received_alert_email_shows_the_rate_chart_commands_and_run_link(
     # the rate and its thresholds, the trend and its direction, the producers
     assert f"orders batch {HELD_ID}: quarantine rate 29.00% (hold_rate 20.00%)" in text
     assert "HELD" in text and "8.80% quarantined" in text and "RISING" in text
-    assert text.index("fulfilment-svc") < text.index("checkout-svc")
+    # the producers of this batch's own quarantined messages (checkout-svc sent only earlier ones)
+    assert "Producers of the 116 quarantined messages of this batch" in text
+    assert text.index("fulfilment-svc") < text.index("loyalty-svc") and "checkout-svc" not in text
     # the chart was loaded and drawn (a broken image has naturalWidth 0), at its page width
     assert chart["complete"] and chart["src"] == "trend.png", chart
     assert chart["width"] >= 800 and chart["height"] >= 300 and chart["shown"] > 600, chart

@@ -82,7 +82,7 @@ PARSE_SCRIPT = textwrap.dedent("""
                 "param_schemas": {
                     key: dag.params.get_param(key).schema for key in dag.params.keys()
                 },
-                "param_defaults": {key: dag.params[key] for key in dag.params.keys()},
+                "param_defaults": {key: dag.params.get_param(key).value for key in dag.params.keys()},
                 "validate": submit(dag, "validate"),
                 "redrive": submit(dag, "redrive"),
                 "land_concurrency": getattr(dag.task_dict.get("land"), "max_active_tis_per_dag", None),
@@ -154,13 +154,24 @@ def test_orders_dag_has_the_pipeline_tasks_in_order(bag):
 def test_orders_dag_runs_on_data_intervals_with_params_and_an_asset(bag):
     dag = bag["dags"]["foodtaster_orders"]
     assert dag["timetable"] == "CronDataIntervalTimetable"
-    assert dag["params"] == ["batch_date", "batch_id"]
+    # its Backfill tab shows every param of the DAG: a batch id there would reprocess one
+    # batch for every date of the range, so reprocessing is the reprocess DAG's
+    assert dag["params"] == ["batch_date"]
     assert dag["outlets"] == ["foodtaster://valid/orders"]
     # one name a person can find: the Assets view's search matches the name
     assert dag["outlet_names"] == ["foodtaster://valid/orders"]
-    assert dag["param_schemas"]["batch_id"]["pattern"] == BATCH_ID_PATTERN.pattern
     assert dag["doc"] and not dag["catchup"]
     assert "foodtaster" in dag["tags"]
+
+
+def test_the_reprocess_dag_has_no_schedule_the_same_tasks_and_asks_for_a_batch_id(bag):
+    scheduled, dag = bag["dags"]["foodtaster_orders"], bag["dags"]["foodtaster_orders_reprocess"]
+    assert dag["timetable"] == "NullTimetable" and not dag["catchup"]  # so no Backfill tab
+    assert (dag["tasks"], dag["edges"]) == (scheduled["tasks"], scheduled["edges"])
+    assert dag["params"] == ["batch_id"]
+    assert dag["param_schemas"]["batch_id"]["pattern"] == BATCH_ID_PATTERN.pattern
+    assert dag["param_schemas"]["batch_id"]["type"] == "string"  # asked for: never empty
+    assert dag["outlets"] == scheduled["outlets"] and dag["validate"] == scheduled["validate"]
 
 
 def test_validate_retries_infrastructure_failures_with_backoff(bag):
@@ -181,8 +192,9 @@ def test_one_dag_per_registry_entry(tmp_path):
     started = time.perf_counter()
     bag = parse(registry)
     assert bag["errors"] == {}
-    assert sorted(bag["dags"]) == ["foodtaster_orders", "foodtaster_orders_redrive", "foodtaster_payments",
-                                   "foodtaster_payments_redrive"]
+    assert sorted(bag["dags"]) == ["foodtaster_orders", "foodtaster_orders_redrive",
+                                   "foodtaster_orders_reprocess", "foodtaster_payments",
+                                   "foodtaster_payments_redrive", "foodtaster_payments_reprocess"]
     assert set(bag["dags"]["foodtaster_payments"]["tasks"]) == EXPECTED_TASKS
     assert set(bag["dags"]["foodtaster_payments_redrive"]["tasks"]) == REDRIVE_TASKS
     assert time.perf_counter() - started < 60

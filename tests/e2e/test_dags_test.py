@@ -91,13 +91,13 @@ def test_a_clean_batch_is_published_with_no_alert(airflow, lake, tmp_path):
 
 
 def test_a_manual_run_reprocesses_the_batch_named_in_its_params(airflow, lake, tmp_path):
-    """Runs after the clean batch: its batch id, given as a param to a run of another
-    date, is validated and published again in place (same partition, same rows)."""
+    """Runs after the clean batch: its batch id, given to a run of the reprocess DAG, is
+    validated and published again in place (same partition, same rows)."""
     date, batch_id = "2026-11-20", "20261120"
     the_lake = Lake(lake)
     valid_before = parquet_rows(the_lake.valid(DATASET, date, batch_id))
     log = tmp_path / "run.log"
-    run = airflow.dags_test(DAG_ID, "2026-11-26", conf={"batch_id": batch_id}, log=log)
+    run = airflow.dags_test(f"{DAG_ID}_reprocess", "2026-11-26", conf={"batch_id": batch_id}, log=log)
     assert run["state"] == "success", log.read_text()[-5000:]
     assert run["tasks"]["validate"] == "success" and run["tasks"]["publish"] == "success"
     assert parquet_rows(the_lake.valid(DATASET, date, batch_id)) == valid_before == 200

@@ -101,3 +101,54 @@ def test_spark_warnings_reach_the_task_log_as_warnings(tmp_path, monkeypatch, ca
                in line for name, level, line in routed), routed[-20:]
     assert (JOB_LOGGER, "INFO", '{"dataset": "orders", "batch_id": "p1", "messages": 0}') in routed
     assert not any(level == "INFO" and " WARN " in line for _, level, line in routed)
+
+
+def _refused(tmp_path: Path, batch_id: str = "b1", **env: str) -> subprocess.CompletedProcess:
+    """The entrypoint, run as Python (a refusal comes before Spark starts), on an empty input."""
+    (tmp_path / "in").mkdir(exist_ok=True)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "spark_jobs/validate_batch.py"), "--dataset", "orders",
+         "--input", str(tmp_path / "in"), "--batch-id", batch_id, "--batch-date", "2026-11-21",
+         "--lake", str(tmp_path / "lake"), "--run-id", "second"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **env},
+    )
+
+
+def _last_line(done: subprocess.CompletedProcess) -> str:
+    return done.stderr.strip().splitlines()[-1]
+
+
+def test_a_rerun_of_a_redriven_batch_is_refused_with_what_to_do_instead(tmp_path):
+    from foodtaster.errors import REFUSED_EXIT_CODE
+    from foodtaster.state.dispositions import REDRIVEN, Dispositions
+    from foodtaster.state.lake import Lake
+
+    Dispositions(Lake(str(tmp_path / "lake")), "orders").record(REDRIVEN, [("b1", "a.jsonl", 3)], by="test")
+    done = _refused(tmp_path)
+    assert done.returncode == REFUSED_EXIT_CODE, done.stderr[-3000:]
+    assert _last_line(done).startswith("REFUSED: orders batch b1: 1 of its quarantined rows were redriven")
+    assert "Redrive its remaining quarantined rows instead" in _last_line(done)
+    assert "Traceback" not in done.stderr
+
+
+def test_a_batch_a_live_run_holds_is_refused_naming_that_run(tmp_path):
+    from foodtaster.errors import REFUSED_EXIT_CODE
+    from foodtaster.state.lake import Lake
+    from foodtaster.state.lease import batch_lease
+
+    with batch_lease(Lake(str(tmp_path / "lake")), "orders", "b1", "first"):  # this live process holds it
+        done = _refused(tmp_path)
+    assert done.returncode == REFUSED_EXIT_CODE, done.stderr[-3000:]
+    assert _last_line(done).startswith("REFUSED: orders batch b1 is held by run first")
+
+
+def test_a_contract_that_cannot_be_read_is_refused(tmp_path):
+    from foodtaster.errors import REFUSED_EXIT_CODE
+
+    registry = tmp_path / "pipeline.yaml"
+    registry.write_text((ROOT / "pipeline.yaml").read_text().replace(
+        "contracts.orders:Orders", "contracts.orders:Gone"))
+    done = _refused(tmp_path, FOODTASTER_REGISTRY=str(registry))
+    assert done.returncode == REFUSED_EXIT_CODE, done.stderr[-3000:]
+    assert _last_line(done).startswith("REFUSED: dataset 'orders': contract 'contracts.orders:Gone' "
+                                       "cannot be imported")

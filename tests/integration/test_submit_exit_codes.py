@@ -4,9 +4,12 @@ task at once, any other failure leaves it to Airflow's retries."""
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import pytest
 
+from foodtaster.errors import REFUSED_EXIT_CODE
+from foodtaster_airflow import steps
 from foodtaster_airflow.spark_submit import ValidateBatchOperator
 from foodtaster_dev.localenv import VENV_BIN
 
@@ -26,3 +29,35 @@ def test_a_usage_error_fails_at_once_and_other_failures_are_retried(
     with pytest.raises(AirflowException) as raised:
         operator.execute({})
     assert isinstance(raised.value, AirflowFailException) is not retried
+
+
+def test_a_refused_validation_is_noted_alerted_and_failed_at_once_with_the_reason_last(
+    tmp_path, monkeypatch, caplog
+):
+    """The job's `REFUSED: ...` line becomes the run's note, an alert, and the task's last log
+    line; the task fails without retries."""
+    import logging
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type": "spark", "host": "local[1]"}')
+    monkeypatch.setenv("PATH", f"{VENV_BIN}:{os.environ['PATH']}")
+    monkeypatch.setenv("FOODTASTER_LAKE", str(tmp_path / "lake"))
+    why = "orders batch 20261121: 2 of its quarantined rows were redriven. Redrive them instead"
+    app = tmp_path / "app.py"
+    app.write_text(f"import sys\nprint('REFUSED: {why}', file=sys.stderr)\nsys.exit({REFUSED_EXIT_CODE})\n")
+    notes = []
+    monkeypatch.setattr(steps, "note_run", lambda *args: notes.append(args))
+    operator = ValidateBatchOperator(task_id="validate", application=str(app), dataset="orders",
+                                     conf={"spark.ui.enabled": "false"})
+    landed = {"batch_id": "20261121", "batch_date": "2026-11-21"}
+    ti = SimpleNamespace(dag_id="foodtaster_orders", xcom_pull=lambda task_ids: landed)
+    caplog.set_level(logging.INFO)
+    with pytest.raises(AirflowFailException, match=f"^REFUSED: {why}$"):
+        operator.execute({"ti": ti, "run_id": "manual__1"})
+    assert notes == [("orders", "20261121", "foodtaster_orders", "manual__1",
+                      f"REFUSED: batch 20261121, inbox date 2026-11-21: {why}")]
+    page = (tmp_path / "lake/_state/alerts/orders/20261121-refused.html").read_text()
+    assert "REFUSED by the validate task" in page and why in page and "without retries" in page
+    assert "/dags/foodtaster_orders/runs/manual__1" in page
+    assert caplog.records[-1].getMessage() == f"REFUSED: {why}"

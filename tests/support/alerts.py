@@ -66,5 +66,6 @@ def held_alert_with_trend(root: str, config: DatasetConfig) -> tuple[Alert, tren
     found = trend.dataset_trend(lake, config, until=HELD_DAY,
                                 pending=trend.pending_entry(summary, verdict.publish))
     alert = build_batch_alert(summary, verdict, config, {}, trend=found,
-                              chart_png=trend.render_trend(found), run_url=RUN_URL)
+                              chart_png=trend.render_trend(found), run_url=RUN_URL,
+                              producers=trend.producers_ranked(lake, "orders", [(HELD_DAY, HELD_ID)]))
     return alert, found

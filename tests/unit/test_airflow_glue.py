@@ -16,6 +16,7 @@ import pytest
 from support.environment import PROJECT_ROOT
 from support.lake import reason, write_batch
 
+from foodtaster.errors import refusal
 from foodtaster.policy import Facts, decide
 from foodtaster.registry import get_dataset
 from foodtaster.state import ledger
@@ -62,8 +63,9 @@ def test_a_named_batch_is_found_under_its_date(tmp_path):
     lake = Lake(str(tmp_path))
     (tmp_path / "raw/orders/batch_date=2026-11-03/batch_id=20261103").mkdir(parents=True)
     assert steps.landed_date(lake, "orders", "20261103") == "2026-11-03"
-    with pytest.raises(steps.PipelineError, match="never landed"):
+    with pytest.raises(steps.BatchNotLanded, match="never landed") as raised:
         steps.landed_date(lake, "orders", "nope")
+    assert refusal(raised.value)  # the land task fails at once: a retry cannot land it
 
 
 def test_a_never_landed_batch_id_gets_the_expected_form_and_the_ids_landed_near_its_date(
@@ -73,17 +75,17 @@ def test_a_never_landed_batch_id_gets_the_expected_form_and_the_ids_landed_near_
     for day in ("2026-11-01", "2026-11-10", "2026-11-12"):
         (tmp_path / f"raw/orders/batch_date={day}/batch_id={day.replace('-', '')}").mkdir(
             parents=True)
-    with pytest.raises(steps.PipelineError) as err:
+    with pytest.raises(steps.BatchNotLanded) as err:
         steps.landed_date(lake, "orders", "2026-11-11")
     message = str(err.value)
     assert "a batch id is YYYYMMDD as a daily run lands it (YYYYMMDDHH hourly)" in message
     assert ("landed within 3 days of 2026-11-11: 20261110 (2026-11-10), 20261112 (2026-11-12)"
             in message)
     assert "20261101" not in message
-    with pytest.raises(steps.PipelineError, match=r"latest landed: 20261101 \(2026-11-01\), "
+    with pytest.raises(steps.BatchNotLanded, match=r"latest landed: 20261101 \(2026-11-01\), "
                        r"20261110 \(2026-11-10\), 20261112"):
         steps.landed_date(lake, "orders", "nope")
-    with pytest.raises(steps.PipelineError, match="no batch was landed yet"):
+    with pytest.raises(steps.BatchNotLanded, match="no batch was landed yet"):
         steps.landed_date(lake, "payments", "20261111")
 
 
@@ -91,17 +93,21 @@ def test_the_trigger_form_refuses_a_batch_id_no_batch_can_have_and_shows_no_mark
     from airflow.sdk.exceptions import ParamValidationError
 
     from foodtaster.state.lake import BATCH_ID_PATTERN
-    from foodtaster_airflow.factory import run_params, valid_asset
+    from foodtaster_airflow.factory import reprocess_params, run_params, valid_asset
 
-    params = run_params("orders")
+    params = reprocess_params()
     batch_id = params["batch_id"]
     assert batch_id.schema["pattern"] == BATCH_ID_PATTERN.pattern
-    for accepted in (None, "20261111", "2026111108"):
+    for accepted in ("20261111", "2026111108"):
         assert batch_id.resolve(accepted) == accepted
     for refused in ("2026 11 11", "../20261111", "", "x" * 65):
         with pytest.raises(ParamValidationError, match="does not match"):
             batch_id.resolve(refused)
-    for param in params.values():  # the form shows descriptions as plain text
+    with pytest.raises(ParamValidationError):
+        batch_id.resolve(None)  # the reprocess DAG's one question: the form asks it first
+    # the scheduled DAG's form, and its Backfill tab, which shows every param: no batch id
+    assert list(run_params("orders")) == ["batch_date"]
+    for param in [*params.values(), *run_params("orders").values()]:  # descriptions are plain text
         assert "`" not in param.description
     # the Assets view's search matches names: the name is the URI the README gives
     asset = valid_asset("orders")
@@ -455,6 +461,19 @@ def test_spark_default_picks_the_master_and_local_is_the_default(monkeypatch, co
     assert "--dataset" in command and "orders" in command
 
 
+def test_only_what_a_retry_may_change_is_not_a_refusal():
+    from foodtaster.engine.accounting import CountsDoNotAddUp
+    from foodtaster.engine.job import BatchWasRedriven
+    from foodtaster.registry import RegistryError
+    from foodtaster.state.lease import LeaseHeld
+
+    for refused in (BatchWasRedriven("redriven"), LeaseHeld("held"), RegistryError("no contract"),
+                    steps.BatchNotLanded("never landed")):
+        assert refusal(refused)
+    for retried in (CountsDoNotAddUp("lost rows"), steps.PipelineError("no summary"), OSError("disk")):
+        assert not refusal(retried)
+
+
 def test_a_missing_spark_connection_is_local_and_says_so(monkeypatch, caplog):
     import logging
 
@@ -482,3 +501,27 @@ def test_killing_the_task_kills_the_submission_in_flight():
     operator.submission = SimpleNamespace(on_kill=lambda: killed.append(True))
     operator.on_kill()
     assert killed == [True]
+
+
+@pytest.mark.parametrize(("dag", "why"), [
+    ("scheduled", "foodtaster_orders lands inbox dates; reprocess a landed batch with the DAG "
+                  "foodtaster_orders_reprocess"),
+    ("reprocess", "batch '20261121' of 'orders' was never landed"),
+])
+def test_a_batch_id_the_land_task_cannot_reprocess_is_refused_at_once(tmp_path, monkeypatch, dag, why):
+    """A batch id in a scheduled run's conf (the API, the CLI), or one never landed, fails the
+    land task without retries, noted on the run and alerted."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from foodtaster_airflow.factory import build_dag, build_reprocess_dag
+
+    monkeypatch.setenv("FOODTASTER_LAKE", str(tmp_path / "lake"))
+    notes = []
+    monkeypatch.setattr(steps, "note_run", lambda *args: notes.append(args[-1]))
+    built = (build_dag if dag == "scheduled" else build_reprocess_dag)(get_dataset("orders"))
+    context = {"params": {"batch_id": "20261121"}, "run_id": "manual__1",
+               "logical_date": datetime(2026, 11, 22, tzinfo=UTC)}
+    with pytest.raises(AirflowFailException, match="^REFUSED: .*" + why):
+        built.task_dict["land"].python_callable(**context)
+    assert notes and notes[0].startswith("REFUSED: batch 20261121") and why in notes[0]
+    assert (tmp_path / "lake/_state/alerts/orders/20261121-refused.html").exists()

@@ -74,3 +74,31 @@ def test_an_unknown_dataset_or_batch_is_not_found_with_what_is_wrong(lake, datas
 
 def test_the_chart_of_a_date_range(lake):
     assert pages.trend_png(lake, DATASETS, "orders", since="2026-11-02").startswith(b"\x89PNG")
+
+
+def test_the_drill_down_names_both_rates_sorts_reasons_by_count_and_shows_paths_in_the_lake(lake):
+    root = lake.root
+    write_json(lake.summary("orders", "20261103"), {
+        "batch_id": "20261103", "batch_date": "2026-11-03", "messages": 500, "valid": 353,
+        "quarantined": 146, "duplicates_dropped": 1, "quarantine_rate": 0.292, "listed": 2,
+        "reasons": {"amount.ge": 3, "json.invalid": 31, "currency.isin": 9},
+        "why": ["new quarantine rate 28.80% >= hold_rate 20.00%"],
+        "samples": [{"source_file": f"file://{root}/raw/orders/batch_date=2026-11-03/batch_id=20261103/"
+                                    "part-0.jsonl", "line_number": 4, "raw": "{", "reasons": []}],
+        "paths": {"quarantine": f"file:{root}/quarantine/orders/batch_date=2026-11-03/batch_id=20261103"},
+    })
+    html = pages.batch_page(lake, DATASETS, "orders", "20261103")
+    assert html.index("json.invalid") < html.index("currency.isin") < html.index("amount.ge")
+    assert "<th>quarantine rate</th><td class=n>29.20%</td>" in html
+    assert "all 146 quarantined of 500 messages" in html
+    assert "<th>new quarantine rate</th><td class=n>28.80%</td>" in html
+    assert "without the 2 already listed (poison list); alert_rate and hold_rate judge this one" in html
+    assert "<li>new quarantine rate 28.80% &gt;= hold_rate 20.00%</li>" in html  # not a Python list
+    assert "raw/orders/batch_date=2026-11-03/batch_id=20261103/part-0.jsonl:4" in html
+    assert "<code>quarantine/orders/batch_date=2026-11-03/batch_id=20261103</code>" in html
+    assert "file:" not in html and html.count(root) == 1  # the root, named once
+
+
+def test_paths_outside_the_lake_stay_as_written(lake):
+    assert pages.in_lake(lake, "s3a://other/x") == "s3a://other/x"
+    assert pages.in_lake(lake, f"{lake.root}/raw/a") == "raw/a"

@@ -111,7 +111,34 @@ def test_the_chart_is_a_png_written_beside_the_reports_or_where_asked(lake, tmp_
     elsewhere = trend.write_trend(t, lake, str(tmp_path / "out" / "orders-nov.png"))
     assert Path(elsewhere).read_bytes().startswith(PNG)
     empty = trend.dataset_trend(lake, CONFIG, since="2027-01-01")
-    assert trend.render_trend(empty).startswith(PNG)  # an empty range still draws its thresholds
+    assert trend.render_trend(empty).startswith(PNG)
+    # no batch: a sentence, and no axes whose lone tick label could be cut off or misread
+    nothing = trend.trend_figure(empty)
+    assert nothing.axes == [] and "no batch in range, so no chart" in nothing.texts[0].get_text()
+
+
+def test_the_chart_places_batches_by_date_and_leaves_empty_ones_out_of_the_rate_line(lake):
+    from matplotlib.dates import num2date
+
+    record_batch(lake, "orders", entry("2026-11-12", 100, 5))  # a week without batches, then one
+    figure = trend.trend_figure(trend.dataset_trend(lake, CONFIG))
+    axes = figure.axes[0]
+    [line] = [line for line in axes.lines if len(line.get_xdata()) > 2]  # not a threshold
+    days = [x.date().isoformat() for x in line.get_xdata()]  # the datetimes it was given
+    assert days == ["2026-11-01", "2026-11-02", "2026-11-04", "2026-11-05", "2026-11-12"]
+    assert list(line.get_ydata()) == [0.01, 0.02, 0.04, 0.3, 0.05]  # no dive to 0% on 11-03
+    marked = [c for c in axes.collections if c.get_label() == "empty batch: no messages, no rate"]
+    assert len(marked) == 1 and num2date(marked[0].get_offsets()[0][0]).date().isoformat() == "2026-11-03"
+    assert figure.get_supxlabel() == ("6 batches, placed by batch date; 1 empty batch (×) left out of "
+                                      "the rate line")
+
+
+def test_batches_of_one_date_spread_across_its_day():
+    batches = [trend.BatchRate(batch_id, "2026-11-01", "published", 10, 1, 0.1, ())
+               for batch_id in ("2026110100", "2026110112")]
+    times = trend.batch_times([*batches, trend.BatchRate("20261102", "2026-11-02", "empty", 0, 0, 0.0, ())])
+    assert [t.isoformat() for t in times] == ["2026-11-01T00:00:00", "2026-11-01T12:00:00",
+                                              "2026-11-02T00:00:00"]
 
 
 def test_the_trend_command_prints_the_rate_and_writes_the_chart(lake, tmp_path, monkeypatch, capsys):
