@@ -40,7 +40,7 @@ from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRul
 from foodtaster.errors import FoodtasterError, UsageError, refusal
 from foodtaster.registry import PROJECT_ROOT, DatasetConfig, RegistryError, load_registry
 from foodtaster.state.lake import BATCH_ID_PATTERN
-from foodtaster_airflow import redrive_steps, steps
+from foodtaster_airflow import alert_step, redrive_steps, steps
 from foodtaster_airflow.spark_submit import RetryPassOperator, ValidateBatchOperator, redrive_arguments
 
 VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
@@ -233,7 +233,7 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
 
     @task(task_id="alert", retries=2, retry_delay=timedelta(seconds=20))
     def alert(decision: dict) -> dict:
-        return steps.alert(dataset, decision)
+        return alert_step.alert(dataset, decision)
 
     @task(task_id="ledger", trigger_rule=TriggerRule.NONE_FAILED)
     def ledger(landed: dict, **context) -> dict:

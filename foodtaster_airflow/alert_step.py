@@ -1,0 +1,79 @@
+"""The alert task: a batch's alert with the dataset's trend up to it, delivered through the
+dataset's channels (`foodtaster_airflow.channels`). Thin: the alert is built by
+`foodtaster.ops.alerts`, the trend by `foodtaster.ops.trend`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from foodtaster.registry import DatasetConfig, get_dataset
+from foodtaster.state.lake import Lake
+from foodtaster_airflow import channels
+
+log = logging.getLogger(__name__)
+
+
+def alert(dataset: str, handed: dict[str, Any]) -> dict[str, Any]:
+    """Alert when the verdict says so (rate at alert_rate, or the batch held)."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from foodtaster.ops import alerts
+    from foodtaster.ops.trend import producers_ranked
+    from foodtaster.state.lake import read_json
+    from foodtaster.summary import Decision
+
+    decision = Decision.from_json(handed)
+    verdict = decision.verdict
+    if not verdict.alert:
+        raise AirflowSkipException("quarantine rate below alert_rate and the batch gate passed")
+    config = get_dataset(dataset)
+    lake = Lake(decision.lake)
+    summary = read_json(decision.summary_path)
+    trend, chart = alert_trend(lake, config, summary, verdict.publish)
+    dag_id, run_id = current_run(dataset)
+    message = alerts.build_batch_alert(
+        summary, verdict, config, {},
+        trend=trend, chart_png=chart, run_url=channels.run_url(dag_id, run_id) if run_id else None,
+        producers=producers_ranked(lake, dataset, [(decision.batch_date, decision.batch_id)]),
+    )
+    return channels.deliver(message, config, lake).as_dict()
+
+
+ALERT_TREND_BATCHES = 30  # batches the alert's chart draws, up to and with this one
+
+
+def alert_trend(lake: Lake, config: DatasetConfig, summary: dict[str, Any],
+                publish: bool) -> tuple[Any, bytes | None]:
+    """The dataset's trend up to this batch (it is not in the ledger yet) and its chart.
+    A chart that cannot be drawn costs the alert its image, never the alert."""
+    import time
+
+    from foodtaster.ops import trend
+
+    started = time.perf_counter()
+    pending = trend.pending_entry(summary, publish)
+    found = trend.dataset_trend(lake, config, until=summary["batch_date"], pending=pending,
+                                limit=ALERT_TREND_BATCHES)
+    try:
+        chart = trend.render_trend(found)
+    except Exception as err:  # noqa: BLE001 - the alert goes out without its picture
+        log.warning("dataset=%s batch=%s event=trend_chart_failed %s", config.name,
+                    summary["batch_id"], err)
+        chart = None
+    log.info("dataset=%s batch=%s event=trend_drawn batches=%d seconds=%.3f", config.name,
+             summary["batch_id"], len(found.batches), time.perf_counter() - started)
+    return found, chart
+
+
+def current_run(dataset: str) -> tuple[str, str | None]:
+    """The DAG id and run id of the task running now (None outside a task)."""
+    dag_id = f"foodtaster_{dataset}"
+    try:
+        from airflow.sdk import get_current_context
+
+        context = get_current_context()
+    except Exception:  # noqa: BLE001 - called outside a task (tests, the CLI)
+        return dag_id, None
+    return getattr(context.get("dag"), "dag_id", dag_id), context.get("run_id")
