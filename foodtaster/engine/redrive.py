@@ -41,7 +41,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from foodtaster import contract_references, rule_ids
-from foodtaster.engine import listed, references, rules
+from foodtaster.engine import listed, reference_checks, rules
 from foodtaster.engine.judging import (
     DUPLICATE,
     QUARANTINED,
@@ -171,9 +171,9 @@ def rejudge(rows: DataFrame, contract: rules.Contract, poison: DataFrame | None,
     duplicate within the rows judged) and `reasons` (today's; empty for a valid row).
     `keyed`: the contract's references with today's published keys (as the job joins them),
     so a row whose customer is still missing is not published by a redrive either."""
-    flagged = references.mark_references(flag_lines(as_lines(rows), contract, max_message_bytes, poison),
-                                         list(keyed))
-    extra = references.reference_checks([ref for ref, _ in keyed])
+    flagged = reference_checks.mark_references(
+        flag_lines(as_lines(rows), contract, max_message_bytes, poison), list(keyed))
+    extra = reference_checks.reference_checks([ref for ref, _ in keyed])
     return with_reasons(decide_outcomes(flagged, contract), contract, max_message_bytes, extra)
 
 
@@ -260,7 +260,7 @@ def run_redrive(spark: SparkSession, run: RedriveRun) -> dict[str, Any]:
         if candidates is None:
             return _finish(run, report, started)
         key = unique_key(contract)
-        keyed = [(ref, references.reference_keys(spark, lake, ref))
+        keyed = [(ref, reference_checks.reference_keys(spark, lake, ref))
                  for ref in contract_references.read_references(config.load_contract())]
         judged = rejudge(candidates, contract, poison, config.max_message_bytes, keyed)
         if key:

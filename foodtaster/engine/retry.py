@@ -1,6 +1,6 @@
 """The retry pass: second chances for quarantined rows, run after validate in each DAG run.
 
-1. Retryable rows (every reason a retryable rule, foodtaster.engine.references) that are
+1. Retryable rows (every reason a retryable rule, foodtaster.engine.reference_checks) that are
    due (`backoff_s * backoff_factor**attempts` after the last attempt, the first after the
    message landed) are checked again against today's referenced keys. Those that pass are
    published as a redrive, `valid/<dataset>/batch_date=<their date>/batch_id=redrive-<id>/`,
@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from foodtaster import contract_references, rule_ids
-from foodtaster.engine import group_hold, references
+from foodtaster.engine import group_hold, reference_checks
 from foodtaster.logs import batch_logger
 from foodtaster.registry import Conversation, DatasetConfig
 from foodtaster.state.dispositions import record_status
@@ -121,7 +121,7 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
     # published later (by a pass, a redrive), duplicate, purged or given up on: left alone
     done = spark.createDataFrame([(k,) for k in state.done()] or [("",)], "_key string")
     pending = quarantine.join(F.broadcast(done), "_key", "left_anti")
-    published = references.read_published(spark, lake, config.name)
+    published = reference_checks.read_published(spark, lake, config.name)
     published_keys = None if published is None else published.select(lineage_key().alias("_key"))
 
     if policies:
@@ -129,8 +129,9 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
             [(k, n, datetime.fromisoformat(next_at).timestamp() if next_at else None)
              for k, (n, next_at) in state.retrying().items()] or [("", 0, None)],
             "_key string, _attempts int, _next_at double")
-        keyed = [(ref, references.reference_keys(spark, lake, ref)) for ref in refs if ref.rule in policies]
-        checked = references.mark_references(
+        keyed = [(ref, reference_checks.reference_keys(spark, lake, ref))
+                 for ref in refs if ref.rule in policies]
+        checked = reference_checks.mark_references(
             due(pending.where(only_retryable(policies)), policies, attempts, now)
             .withColumn("_failed", F.lit(False)), keyed,
         ).persist()

@@ -15,7 +15,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 
 from foodtaster import contract_references
-from foodtaster.engine import group_hold, references, retry
+from foodtaster.engine import group_hold, reference_checks, retry
 from foodtaster.engine.reasons import Check
 from foodtaster.engine.suspects import Watch
 from foodtaster.lineage import LINEAGE, lineage_key
@@ -48,7 +48,7 @@ class Extras:
 
     def mark(self, rows: DataFrame) -> DataFrame:
         """The reference checks, in the pass: one broadcast join a reference."""
-        return references.mark_references(rows, self.keyed) if self.keyed else rows
+        return reference_checks.mark_references(rows, self.keyed) if self.keyed else rows
 
     def hold(self, suspects: DataFrame, batch_id: str) -> DataFrame:
         """Hold the later messages of groups with a poison message (this batch's or open ones),
@@ -81,7 +81,7 @@ class Extras:
         return self._open_frames[batch_id]
 
     def checks(self) -> list[Check]:
-        found = references.reference_checks([ref for ref, _ in self.keyed])
+        found = reference_checks.reference_checks([ref for ref, _ in self.keyed])
         conversation = self.config.conversation
         if conversation is not None:
             found.append(group_hold.group_check(conversation.group_by))
@@ -144,7 +144,7 @@ def prepare(spark: SparkSession, lake: Lake, config: DatasetConfig, log: BatchLo
     """Read the state the pass joins, once: referenced keys and open groups."""
     keyed, unchecked = [], []
     for ref in contract_references.read_references(config.load_contract()):
-        keys = references.reference_keys(spark, lake, ref)
+        keys = reference_checks.reference_keys(spark, lake, ref)
         if keys is None:
             unchecked.append(ref.rule)
             log.event("reference_unchecked", rule=ref.rule,

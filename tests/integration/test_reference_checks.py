@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from foodtaster.contract_references import Reference, RetryPolicy
-from foodtaster.engine.references import mark_references, reference_checks, reference_keys
+from foodtaster.engine.reference_checks import mark_references, reference_checks, reference_keys
 from foodtaster.engine.retry import due, only_retryable
 from foodtaster.state.lake import Lake
 
