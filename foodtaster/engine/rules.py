@@ -3,7 +3,7 @@
 The rules are written once, in the pandera model. This module reads the model's
 schema (columns, dtypes, nullability, checks and their statistics) and turns
 each rule into a reason column, with the meaning pandera's pandas backend gives
-it; `tests/unit/test_differential.py` holds the two to the same verdict.
+it; `tests/integration/test_differential.py` holds the two to the same verdict.
 
 Types are strict JSON types, given by the strict parser (`layers.parse`): a
 string is only a JSON string, a number a JSON number, an integer a number

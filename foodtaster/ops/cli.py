@@ -1,4 +1,4 @@
-"""`foodtaster <command>`: the engine's commands and the on-call person's view of the lake.
+"""`foodtaster <command>`: the on-call person's view of the lake and the ways out of quarantine.
 
 The lake commands (`poison`, `quarantine`, `batches`) start neither Airflow nor a
 JVM: they are a thin edge over foodtaster.state (pyarrow and fsspec). Exit codes:
