@@ -15,6 +15,7 @@ is. No Spark here: plain Python in the worker.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
 import resource
@@ -74,11 +75,13 @@ def guarded(run: Callable[[Callable[[], None]], T], budget: Budget, what: str) -
     (else the whole call does). Raises what `run` raised, or a `CheckEnded` saying how the
     child ended: it died, ran past its budget (killed), or ran out of its memory."""
     read_end, write_end = os.pipe()
+    parent = os.getpid()
     with warnings.catch_warnings():  # a worker's helper threads never run the check's code
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
     if pid == 0:  # pragma: no cover - the child, which never returns
         os.close(read_end)
+        _die_with(parent)
         _child(run, budget, write_end)
     os.close(write_end)
     try:
@@ -129,6 +132,20 @@ def _child(run: Callable[[Callable[[], None]], object], budget: Budget,
     with os.fdopen(pipe, "wb") as writer:
         writer.write(_RESULT + payload)
     os._exit(0)
+
+
+_PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def _die_with(parent: int) -> None:  # pragma: no cover - in the child
+    """Be killed when the worker is (Spark kills the worker of a cancelled task): a check that
+    never returns is never left running with no one to stop it."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the deadline alone stops it
+        return
+    if os.getppid() != parent:  # the worker died before the request was made
+        os._exit(1)
 
 
 def _limit_memory(memory_mb: int) -> None:  # pragma: no cover - in the child

@@ -119,5 +119,5 @@ def test_a_death_is_confirmed_alone_twice_and_one_that_does_not_come_again_is_no
     assert [(i.line_number, i.crash.why) for i in found] == [(5, "worker died: signal 9 (SIGKILL)")]
     assert deaths[-2:] == [1, 1]  # alone twice
     deaths.clear()  # dies three times (the file, lines 5-6, line 5 alone), then passes
-    with pytest.raises(NotIsolated, match=r"a.jsonl line 5: .* ended alone once .* not the same way again"):
+    with pytest.raises(NotIsolated, match=r"a.jsonl line 5: .* ended alone once .* passed the second time"):
         isolate(lines(spark, 8, files=("file:/b/a.jsonl",)), dies(3), 10, lambda *a, **k: None)
