@@ -126,8 +126,8 @@ def _child(run: Callable[[Callable[[], None]], object], budget: Budget,
         payload = pickle.dumps(outcome)
         pickle.loads(payload)  # an exception that cannot be rebuilt is sent by its words
     except Exception:  # noqa: BLE001
-        err = outcome[1]
-        named = f"{type(err).__module__}.{type(err).__qualname__}: {err}"
+        raised = outcome[1]
+        named = f"{type(raised).__module__}.{type(raised).__qualname__}: {raised}"
         payload = pickle.dumps(("raised", RuntimeError(named)))
     with os.fdopen(pipe, "wb") as writer:
         writer.write(_RESULT + payload)

@@ -369,7 +369,9 @@ def land_folder(source: str, raw_path: str, dataset: str, batch_id: str, date: s
     else:
         paths = sorted(info["name"] for info in fs.ls(source_path, detail=True) if info["type"] == "file"
                        and not posixpath.basename(info["name"]).startswith(("_", ".")))
-    claims, names, newest = [], set(), 0.0
+    claims: list[dict[str, Any]] = []
+    names: set[str] = set()
+    newest = 0.0
     for path in paths:
         name = posixpath.basename(path)
         claim = {"source": path, "batch_id": batch_id, **_inspect(fs, path, name, limits)}
