@@ -22,6 +22,8 @@ DEFAULT_LAKE = PROJECT_ROOT / "data" / "lake"
 DATASET_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
 DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
+DEFAULT_PYTHON_CHECK_TIMEOUT_S = 10.0
+DEFAULT_PYTHON_CHECK_MEMORY_MB = 2048
 
 
 def line_read_bytes(max_message_bytes: int) -> int:
@@ -117,6 +119,10 @@ class DatasetConfig:
     hold_rate: float = 0.25
     disable_after: int = 5
     max_crash_isolations: int = 10  # messages a run may isolate as crashing before it fails
+    # What a Python check may spend on one message before it is stopped and the message
+    # isolated as a crash (foodtaster.engine.guard): seconds, and memory beyond the worker's.
+    python_check_timeout_s: float = DEFAULT_PYTHON_CHECK_TIMEOUT_S
+    python_check_memory_mb: int = DEFAULT_PYTHON_CHECK_MEMORY_MB
     alerts: AlertChannels = field(default_factory=AlertChannels)
     source: SourceConfig = field(default_factory=InboxSource)  # where its batches come from
     # A conversation: messages with one `group_by` value, in `order_by` order. A quarantined
@@ -193,6 +199,13 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
     if not isinstance(config.max_crash_isolations, int) or config.max_crash_isolations < 0:
         raise RegistryError(f"dataset {name!r}: max_crash_isolations must be an integer >= 0 "
                             f"(0: a crashing message fails the batch), got {config.max_crash_isolations!r}")
+    timeout, memory = config.python_check_timeout_s, config.python_check_memory_mb
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 3600:
+        raise RegistryError(f"dataset {name!r}: python_check_timeout_s must be seconds in (0, 3600], "
+                            f"got {timeout!r}")
+    if isinstance(memory, bool) or not isinstance(memory, int) or memory < 64:
+        raise RegistryError(f"dataset {name!r}: python_check_memory_mb must be an integer >= 64, "
+                            f"got {memory!r}")
     return config
 
 

@@ -14,19 +14,21 @@ from typing import Any
 from foodtaster.registry import DatasetConfig
 
 TOP_REASONS = 8
-# A contract whose Python check raises on items 13 (foodtaster_dev/contracts/checked.py): one
-# message is made so.
-CRASHING_CONTRACT = "foodtaster_dev.contracts.checked:OrdersCrashing"
-UNLUCKY_ITEMS = 13
+# A contract whose Python check kills its own process (SIGSEGV) on items 15
+# (foodtaster_dev/contracts/checked.py, `KILLERS`: 13 to 18 each end it another way): one message
+# is made so.
+CRASHING_CONTRACT = "foodtaster_dev.contracts.checked:OrdersKilling"
+UNLUCKY_ITEMS = 15
 
 
-_NATURAL_UNLUCKY = re.compile(rb'("items":\s*)13(?=\s*[,}])')
+_NATURAL_UNLUCKY = re.compile(rb'("items":\s*)1[3-8](?=\s*[,}])')
 
 
 def plant_crash(paths: list[str]) -> tuple[str, int]:
     """Give one valid-looking message (from the middle of the first file, its message id seen
-    once) `items` 13, which the crashing contract's check cannot take, and every message the
-    generator gave 13 another count (12), so that exactly one crashes; returns its file and line."""
+    once) `items` 15, on which the crashing contract's check kills its process, and every message
+    the generator gave 13 to 18 another count (12), so that exactly one crashes; returns its file
+    and line."""
     for other in paths:
         opener = gzip.open if other.endswith(".gz") else open
         with opener(other, "rb") as handle:
@@ -140,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"generated {generated.messages:,} messages in {len(generated.files)} files under {inbox}")
     if args.crash:
         name, line = plant_crash(generated.files)
-        print(f"contract {CRASHING_CONTRACT}: its Python check raises on items {UNLUCKY_ITEMS}; "
+        print(f"contract {CRASHING_CONTRACT}: its Python check kills its process (SIGSEGV) on items "
+              f"{UNLUCKY_ITEMS}; "
               f"{name} line {line} has items {UNLUCKY_ITEMS}")
     landed = land_batch(lake, config.name, args.date)
     print(f"landed batch {landed.batch_id}: {len(landed.files)} files, {landed.messages:,} lines "

@@ -1,8 +1,10 @@
 """Crash isolation: when a message crashes the one pass, find it and fence it off.
 
 A check written in Python (a pandera check method run as a pandas UDF) may raise on a
-value it was never written for. Spark then fails the task on every attempt, and every
-rerun of the batch would fail the same way. This module tells such a data crash apart
+value it was never written for, kill its process (a signal, an exit), eat memory or never
+return; the guard it runs in (foodtaster.engine.guard) turns each of those into an
+exception of its own. Spark then fails the task on every attempt, and every rerun of the
+batch would fail the same way. This module tells such a data crash apart
 from a failure of the cluster or the lake (`data_crash`) and finds the message(s)
 responsible (`isolate`): the batch's files one at a time, then halves of the failing
 file's lines, down to one line, each step a small Spark job on that file's lines only.
@@ -14,6 +16,7 @@ quarantines it as `crash.isolated` without giving it to the check.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -22,7 +25,7 @@ from pyspark.errors import PythonException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from foodtaster.engine import inputs, judging, layers, listed, python_checks, rules
+from foodtaster.engine import guard, inputs, judging, layers, listed, python_checks, rules
 from foodtaster.errors import Failed
 from foodtaster.logs import BatchLogger
 from foodtaster.registry import DatasetConfig
@@ -61,8 +64,16 @@ class DataCrash:
     message: str
 
     @property
+    def ended(self) -> bool:
+        """The check's process ended under it (died, timed out, out of memory: `guard`),
+        rather than the check raising."""
+        return self.error in guard.ENDINGS
+
+    @property
     def why(self) -> str:
-        why = f"{self.error}: {self.message}" if self.message else self.error
+        """`ValueError: no rule for 13`; for an ending, the guard's words alone:
+        `worker died: signal 11 (SIGSEGV)`, `timeout: check ... ran past 5 s on one message`."""
+        why = self.message if self.ended else f"{self.error}: {self.message}" if self.message else self.error
         return why if len(why) <= WHY_MAX_CHARS else why[:WHY_MAX_CHARS] + "…"
 
 
@@ -85,7 +96,10 @@ def data_crash(err: BaseException) -> DataCrash | None:
     The rule: a task failed on all its attempts with an exception raised by Python code
     running a check on rows (a `PythonException` out of a UDF) whose class is not an
     operating-system, memory or network error, and Spark's account of the failure names no
-    lost executor, failed fetch or full disk. Anything else, a failure in the JVM, the lake
+    lost executor, failed fetch or full disk. A check's process that died, ran past its
+    budget or out of its memory is such an exception (`guard.CheckEnded`); a Spark Python
+    worker that dies itself is not (a check never runs in it: what killed it is not one).
+    Anything else, a failure in the JVM, the lake
     or the driver included, is not the data's. `isolate` then confirms it: a crash that no
     single message reproduces is not taken for the data's either.
     """
@@ -127,8 +141,11 @@ def isolate(lines: DataFrame, judge: Callable[[DataFrame], Any], limit: int, log
     The lower half of a crashing range is tried first; when it passes, the upper half is the
     one that crashes, and is split without a job of its own (the one line it ends in is tried);
     when it crashes, the upper half is tried too (two messages may crash the range). Every step
-    is logged. A crash no one line reproduces (only rows together crash the check) raises
-    NotIsolated; an error `data_crash` does not take for the data's is re-raised.
+    is logged. A line found is run alone at least once; one whose check's process ended
+    (died, timed out, ran out of memory) is run alone once more and must end again, as the
+    machine can end a process too. A crash no one line reproduces (only rows
+    together crash the check, or a death that does not come again) raises NotIsolated; an
+    error `data_crash` does not take for the data's is re-raised.
     """
     files = [r[0] for r in lines.select("_source_file").distinct().orderBy("_source_file").collect()]
     found: list[Isolated] = []
@@ -166,6 +183,17 @@ def _isolate_file(rows: DataFrame, source_file: str, judge: Callable[[DataFrame]
                     f"{source_file}: lines around {low} crash the check together, but no one of them "
                     "does on its own: the crash depends on several messages at once, not one"
                 )
+            if crash.ended:
+                again = _crashes(rows, low, high, judge)
+                log("crash_isolation_step", file=source_file, lines=f"{low}-{high}",
+                    crashed=again is not None, confirming=crash.why)
+                if again is None:
+                    raise NotIsolated(
+                        f"{source_file} line {low}: the check's process ended alone once ({crash.why}) "
+                        "but passed the second time: not the message's doing"
+                    )
+                if crash.error.endswith("CheckTimedOut") and again.ended:
+                    crash = again  # a death says more than a deadline a slow machine may miss
             raw = rows.where(F.col("_line_number") == low).select("_raw").take(1)[0]["_raw"]
             found.append(Isolated(source_file, low, bytes(raw), crash))
             log("crash_isolated", file=source_file, line=low, error=crash.why)
@@ -256,15 +284,30 @@ def isolate_and_list(spark: SparkSession, batch: BatchInput, limit: int, log: Ba
     entries = poison_list.entries()
     poison = listed.poison_frame(spark, entries) if entries else None
     verdicts = [F.count_if(F.col(c.column)) for c in contract.python_checks]
+    budget = guard.Budget.of(config)
+    steps = 0
 
     def judge(rows: DataFrame) -> None:  # every Python check on these rows, run to the end
-        rows = python_checks.with_python_checks(rows, contract, F.col(SKIP))
+        nonlocal steps
+        steps += 1
+        rows = python_checks.with_python_checks(rows, contract, F.col(SKIP), budget)
         rows.agg(*verdicts).collect()
 
-    typed = typed_for_checks(inputs.numbered_lines(spark, batch.input_path, config), contract,
-                             config.max_message_bytes, poison)
-    found = isolate(typed, judge, limit,
-                    lambda event, **fields: log.event(event, run_id=batch.run_id, **fields))
+    started = time.monotonic()
+    group = f"foodtaster-crash-isolation-{batch.run_id}"
+    context = spark.sparkContext
+    context.setJobGroup(group, f"crash isolation of {config.name} batch {batch.batch_id}")
+    try:
+        typed = typed_for_checks(inputs.numbered_lines(spark, batch.input_path, config), contract,
+                                 config.max_message_bytes, poison)
+        found = isolate(typed, judge, limit,
+                        lambda event, **fields: log.event(event, run_id=batch.run_id, **fields))
+    finally:
+        # The search's cost, found or not: what an operator weighs against a fixed check.
+        log.event("crash_isolation_cost", run_id=batch.run_id, steps=steps,
+                  spark_jobs=len(context.statusTracker().getJobIdsForGroup(group)),
+                  seconds=round(time.monotonic() - started, 1))
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     for item in found:
         entry = poison_list.add(
             "fingerprint", fingerprint(item.raw), item.crash.why, "crash",

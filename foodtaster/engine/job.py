@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -29,6 +29,7 @@ from pyspark.sql.types import TimestampType
 
 from foodtaster.engine import accounting, batch_counts, crash, ingest, inputs, listed, rules, second_chances
 from foodtaster.engine.duplicates import key_hash
+from foodtaster.engine.guard import Budget
 from foodtaster.engine.judging import (
     DUPLICATE,
     QUARANTINED,
@@ -87,6 +88,9 @@ def run_batch(spark: SparkSession, run: BatchRun) -> BatchSummary:
         check_not_redriven(run.lake, run.config.name, run.batch_id)
         _clear_runs(run)  # what killed runs of this batch left; no other run is live
         try:
+            # A hand run's plain folder is landed first, under the land task's limits.
+            run = replace(run, input_path=inputs.as_landed(run.lake, run.config, run.input_path, run.batch_id,
+                                                           run.batch_date))
             batch = crash.BatchInput(run.config, run.lake, run.input_path, run.batch_id, run.run_id)
             return crash.run_isolating_crashes(lambda isolated: _run_batch(spark, run, isolated), spark,
                                                batch, batch_logger(__name__, run.config.name, run.batch_id))
@@ -170,7 +174,8 @@ def _judge_every_message(batch: _Batch, lines: DataFrame, held: ExitStack) -> tu
     input, but for the bytes of the few suspects that passed it (`with_bytes_read_again`).
     Returns it and how many messages it holds."""
     config = batch.run.config
-    the_pass = batch.extras.mark(flag_lines(lines, batch.contract, config.max_message_bytes, batch.poison))
+    the_pass = batch.extras.mark(flag_lines(lines, batch.contract, config.max_message_bytes, batch.poison,
+                                            Budget.of(config)))
     if batch.run.gate:
         # Great Expectations is imported while Spark runs the pass, after its plan is built:
         # started with the batch, the import's Python held the GIL against the Py4J calls

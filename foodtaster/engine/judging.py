@@ -19,6 +19,7 @@ from pyspark.sql.types import LongType, TimestampType
 
 from foodtaster.engine import layers, listed, python_checks, rules
 from foodtaster.engine.duplicates import mark_duplicates
+from foodtaster.engine.guard import DEFAULT_BUDGET, Budget
 from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
 from foodtaster.lineage import LINEAGE
 
@@ -32,7 +33,8 @@ VERDICT = "_verdict"
 
 
 def flag_lines(
-    lines: DataFrame, contract: rules.Contract, max_message_bytes: int, poison: DataFrame | None = None
+    lines: DataFrame, contract: rules.Contract, max_message_bytes: int, poison: DataFrame | None = None,
+    budget: Budget = DEFAULT_BUDGET,
 ) -> DataFrame:
     """Lines -> one row a message: its lineage, `_raw`, typed fields, `_failed`, and, on a row
     that failed, what the strict parser said (`VERDICT`: `_line_reasons`, each field's status
@@ -42,11 +44,11 @@ def flag_lines(
     and no reason is built here; `explain` says why, later, for the few rows that failed.
     With the poison list (`listed.poison_frame`), a listed row is marked (`listed.mark_listed`)
     and failed without being judged: no Python check is ever given it, so a message that
-    crashed one once is not met again.
+    crashed one once is not met again. `budget`: what a Python check may spend on a message.
     """
     parsed, skip = parse_marking_listed(lines, contract, max_message_bytes, poison)
     marks = [] if skip is None else [listed.ENTRY, listed.WHY, listed.SOURCE]
-    checked = python_checks.with_python_checks(parsed, contract, skip)
+    checked = python_checks.with_python_checks(parsed, contract, skip, budget)
     failed = layers.line_failed() | any_failed(rules.field_checks(contract))
     if skip is not None:
         failed = skip | failed

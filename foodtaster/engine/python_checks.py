@@ -1,7 +1,9 @@
 """A contract's checks written in Python, run as pandas UDFs: each gives a verdict column a
 row (`PythonCheck.column`: true, false, or null where not judged) that the rules read
 (`rules.field_checks`). The only rules that run Python on a message, so the only ones that
-can crash on one (`foodtaster.engine.crash`).
+can crash on one (`foodtaster.engine.crash`); each call of a check runs guarded
+(`foodtaster.engine.guard`): its process dying or running past its budget fails the task
+with a traceback, as a check that raises does.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
 from foodtaster.engine import layers
+from foodtaster.engine.guard import DEFAULT_BUDGET, Budget, CheckTimedOut, guarded
 from foodtaster.engine.rules import Contract, PythonCheck
 
 
@@ -40,18 +43,43 @@ def python_check_verdicts(python_check: PythonCheck, values: pd.Series, judged: 
     return verdicts
 
 
-def with_python_checks(rows: DataFrame, contract: Contract, skip: Column | None = None) -> DataFrame:
+def guarded_verdicts(python_check: PythonCheck, values: pd.Series, judged: pd.Series,
+                     budget: Budget) -> pd.Series:
+    """`python_check_verdicts` in a guarded child process (`guard.guarded`). The call on the
+    whole chunk gets the budget of one message; past it, the chunk is judged again a message
+    at a time, each with its own budget: a chunk slow only as a whole is judged, a message
+    the check never finishes is a `CheckTimedOut`."""
+    what = f"check {python_check.rule}"
+    try:
+        return guarded(lambda tick: python_check_verdicts(python_check, values, judged), budget, what)
+    except CheckTimedOut:
+        if int(judged.astype(bool).sum()) <= 1:
+            raise
+
+    def one_at_a_time(tick) -> pd.Series:
+        verdicts = []
+        for i in range(len(values)):
+            tick()
+            verdicts.append(python_check_verdicts(python_check, values.iloc[i:i + 1], judged.iloc[i:i + 1]))
+        return pd.concat(verdicts)
+
+    return guarded(one_at_a_time, budget, what)
+
+
+def with_python_checks(rows: DataFrame, contract: Contract, skip: Column | None = None,
+                       budget: Budget = DEFAULT_BUDGET) -> DataFrame:
     """Add each Python check's verdict column (`PythonCheck.column`) to rows from `layers.parse`.
 
     One pandas UDF a check, reading the field's typed value where its JSON type was right
     (a wrong type is the type rule's reason, as pandera skips such values); `skip` marks rows
-    never given to the check (a listed message: a crash found once is not met again).
+    never given to the check (a listed message: a crash found once is not met again);
+    `budget` what one message may cost a check (`guard.Budget`).
     """
     for python_check in contract.python_checks:
         value = F.col(layers.value_column(python_check.field))
         judged = value.isNotNull() if skip is None else value.isNotNull() & ~skip
         filler = F.lit(_FILLERS[_spark_type_name(rows, python_check.field)])
-        verdict = _python_check_udf(python_check)(F.coalesce(value, filler), judged)
+        verdict = _python_check_udf(python_check, budget)(F.coalesce(value, filler), judged)
         rows = rows.withColumn(python_check.column, F.when(judged, verdict))
     return rows
 
@@ -63,9 +91,9 @@ def _spark_type_name(rows: DataFrame, name: str) -> str:
     return rows.schema[layers.value_column(name)].dataType.simpleString()
 
 
-def _python_check_udf(python_check: PythonCheck) -> Callable[..., Column]:
+def _python_check_udf(python_check: PythonCheck, budget: Budget) -> Callable[..., Column]:
     @F.pandas_udf(BooleanType())  # type: ignore[call-overload]
     def verdicts(values: pd.Series, judged: pd.Series) -> pd.Series:
-        return python_check_verdicts(python_check, values, judged)
+        return guarded_verdicts(python_check, values, judged, budget)
 
     return verdicts

@@ -312,7 +312,8 @@ def _landed_path(raw_fs_path: str, claim: dict[str, Any]) -> str:
 
 
 def _place(
-    fs: fsspec.AbstractFileSystem, claim: dict[str, Any], source: str | None, raw_fs_path: str
+    fs: fsspec.AbstractFileSystem, claim: dict[str, Any], source: str | None, raw_fs_path: str,
+    source_fs: fsspec.AbstractFileSystem | None = None,
 ) -> None:
     """Make sure the batch's copy of a file is in place, copying it from the inbox if not.
 
@@ -331,7 +332,7 @@ def _place(
     staging = f"{folder}/.landing-{claim['sha256'][:12]}"  # within NAME_MAX, whatever the name
     fs.makedirs(folder, exist_ok=True)
     digest = hashlib.sha256()
-    with fs.open(source, "rb") as reader, fs.open(staging, "wb") as writer:
+    with (source_fs or fs).open(source, "rb") as reader, fs.open(staging, "wb") as writer:
         while chunk := reader.read(CHUNK_BYTES):
             digest.update(chunk)
             writer.write(chunk)
@@ -349,3 +350,52 @@ def _remove_strays(fs: fsspec.AbstractFileSystem, raw_fs_path: str, keep: set[st
         if path not in keep and path != f"{raw_fs_path}/{MANIFEST}":
             fs.rm(path)
 
+
+
+def land_folder(source: str, raw_path: str, dataset: str, batch_id: str, date: str,
+                limits: Limits) -> Manifest:
+    """Land a file, or a folder's files, that no landing has seen (a hand run's `--input`)
+    into `raw_path` under the same `limits` as `land_batch`: a file over `max_file_bytes`
+    decompressed (a gzip bomb) lands under `_unreadable/`, a line too long to read is
+    recorded in the manifest, so the job never holds either whole. No bookmark: the folder
+    is not an inbox interval. `landed_at` is the newest file's time, the same on a rerun.
+    """
+    fs, source_path = fsspec.core.url_to_fs(source)
+    raw_fs, raw_fs_path = fsspec.core.url_to_fs(raw_path)
+    if raw_fs.exists(raw_fs_path):
+        raw_fs.rm(raw_fs_path, recursive=True)  # an earlier hand run's copy: this run's files only
+    if fs.isfile(source_path):
+        paths = [source_path]
+    else:
+        paths = sorted(info["name"] for info in fs.ls(source_path, detail=True) if info["type"] == "file"
+                       and not posixpath.basename(info["name"]).startswith(("_", ".")))
+    claims: list[dict[str, Any]] = []
+    names: set[str] = set()
+    newest = 0.0
+    for path in paths:
+        name = posixpath.basename(path)
+        claim = {"source": path, "batch_id": batch_id, **_inspect(fs, path, name, limits)}
+        claim["name"] = _unique_name(_safe_name(name), claim["sha256"], names)
+        names.add(claim["name"])
+        _place(raw_fs, claim, path, raw_fs_path, source_fs=fs)
+        claims.append(claim)
+        newest = max(newest, _modified(fs.info(path)))
+    entries = [file_from_dict(claim) for claim in claims]
+    manifest = Manifest(
+        dataset=dataset, batch_id=batch_id, batch_date=date, hour=None, inbox=source,
+        landed_at=datetime.fromtimestamp(int(newest), UTC).isoformat(),  # as Spark reads file times
+        files=tuple(entry for entry in entries if isinstance(entry, LandedFile)),
+        unreadable=tuple(entry for entry in entries if isinstance(entry, UnreadableFile)),
+    )
+    manifest.write(raw_path)
+    return manifest
+
+
+def _modified(info: dict[str, Any]) -> float:
+    """A file's modification time in seconds, as fsspec's file systems spell it."""
+    modified = info.get("mtime", info.get("LastModified", info.get("updated", 0)))
+    if isinstance(modified, datetime):
+        return modified.timestamp()
+    if isinstance(modified, str):
+        return datetime.fromisoformat(modified.replace("Z", "+00:00")).timestamp()
+    return float(modified or 0)

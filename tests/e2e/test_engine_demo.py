@@ -30,11 +30,12 @@ def test_engine_demo_prints_an_accounted_batch(tmp_path):
     assert summary["valid"] == numbers["valid"]
     assert ("published" in out) == summary["published"]
     assert "dataset=orders batch=20261120" in done.stderr  # structured logs name dataset and batch
-    # One message crashes the contract's Python check: the job isolates it, lists it, and finishes.
-    planted = re.search(r"raises on items 13; (\S+) line (\d+) has items 13", out)
+    # One message kills the process of the contract's Python check: the job isolates it, lists
+    # it, and finishes.
+    planted = re.search(r"kills its process \(SIGSEGV\) on items 15; (\S+) line (\d+) has items 15", out)
     assert planted, out
     assert re.search(rf"crashed on 1 message\(s\), isolated them.*\n\s+{re.escape(planted.group(1))} line "
-                     rf"{planted.group(2)}: ValueError: no rule for 13 items", out), out
+                     rf"{planted.group(2)}: worker died: signal 11 \(SIGSEGV\)", out), out
     assert [(i["source_file"].rsplit("/", 1)[1], i["line_number"]) for i in summary["crash_isolated"]] == [
         (planted.group(1), int(planted.group(2)))]
     assert summary["reasons"]["crash.isolated"] == 1

@@ -85,3 +85,39 @@ def test_isolation_stops_at_its_bound_and_refuses_a_crash_no_one_line_makes(spar
     together = crashing_on({("file:/b/a.jsonl", 3), ("file:/b/a.jsonl", 30)}, together=True)
     with pytest.raises(NotIsolated, match="a.jsonl: .* several messages at once"):
         isolate(lines(spark, 32), together, 10, lambda *a, **k: None)
+
+
+def guard_ending(error: str, why: str) -> PythonException:
+    """What a task failed by the guard brings back (issue 39): the ending's class and words."""
+    return worker_failure(f"foodtaster.engine.guard.{error}: {why}")
+
+
+@pytest.mark.parametrize("error, why", [
+    ("CheckDied", "worker died: signal 11 (SIGSEGV)"),
+    ("CheckDied", "worker died: exit 1"),
+    ("CheckDied", "worker died: exit 0 (sys.exit)"),
+    ("CheckTimedOut", "timeout: check items.hostile(True) ran past 10 s on one message"),
+    ("CheckOutOfMemory", "killed: out of memory (check items.x asked for more than 2048 MB)"),
+])
+def test_a_check_whose_process_ended_is_a_data_crash_whose_why_says_how(spark, error, why):
+    crash = data_crash(guard_ending(error, why))
+    assert crash.ended and crash.why == why
+
+
+def test_a_death_is_confirmed_alone_twice_and_one_that_does_not_come_again_is_not_isolated(spark):
+    wanted = ("file:/b/a.jsonl", 5)
+    deaths = []
+
+    def dies(times: int):
+        def judge(rows) -> None:
+            if wanted in {(r._source_file, r._line_number) for r in rows.collect()} and len(deaths) < times:
+                deaths.append(rows.count())
+                raise guard_ending("CheckDied", "worker died: signal 9 (SIGKILL)")
+        return judge
+
+    found = isolate(lines(spark, 8, files=("file:/b/a.jsonl",)), dies(100), 10, lambda *a, **k: None)
+    assert [(i.line_number, i.crash.why) for i in found] == [(5, "worker died: signal 9 (SIGKILL)")]
+    assert deaths[-2:] == [1, 1]  # alone twice
+    deaths.clear()  # dies three times (the file, lines 5-6, line 5 alone), then passes
+    with pytest.raises(NotIsolated, match=r"a.jsonl line 5: .* ended alone once .* passed the second time"):
+        isolate(lines(spark, 8, files=("file:/b/a.jsonl",)), dies(3), 10, lambda *a, **k: None)

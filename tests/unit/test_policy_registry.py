@@ -38,6 +38,7 @@ def test_an_empty_batch_is_neither_published_nor_alerted():
 def test_registry_reads_defaults_and_overrides():
     assert ORDERS.max_message_bytes == 1048576 and ORDERS.disable_after == 5
     assert ORDERS.max_crash_isolations == 10  # pipeline.yaml's default
+    assert ORDERS.python_check_timeout_s == 10 and ORDERS.python_check_memory_mb == 2048
     assert ORDERS.alerts.smtp_conn_id == "smtp_default" and ORDERS.alerts.email_to
     assert ORDERS.load_contract().__name__ == "Orders" and ORDERS.suite_path().is_file()
 
@@ -52,6 +53,12 @@ def test_registry_reads_defaults_and_overrides():
         ("datasets: {o: {contract: a:b, expectation_suite: x, colour: red}}", "unknown keys"),
         ("datasets: {o: {contract: a:b, expectation_suite: x, max_crash_isolations: -1}}",
          "max_crash_isolations must be an integer >= 0"),
+        ("datasets: {o: {contract: a:b, expectation_suite: x, python_check_timeout_s: 0}}",
+         "python_check_timeout_s must be seconds"),
+        ("datasets: {o: {contract: a:b, expectation_suite: x, python_check_timeout_s: ten}}",
+         "python_check_timeout_s must be seconds"),
+        ("datasets: {o: {contract: a:b, expectation_suite: x, python_check_memory_mb: 1.5}}",
+         "python_check_memory_mb must be an integer"),
     ],
 )
 def test_registry_rejects_bad_entries_clearly(tmp_path, body, message):
