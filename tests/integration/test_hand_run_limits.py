@@ -11,10 +11,10 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from foodtaster_dev import sample
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake, new_run_id
+from foodtaster_dev import sample
 
 DATE = "2026-11-22"
 MIB = 1024 * 1024

@@ -13,15 +13,15 @@ import re
 from pathlib import Path
 
 import pytest
-from foodtaster_dev.contracts.checked import KILLERS
 from pyspark.sql import functions as F
 
-from foodtaster_dev import sample
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import Lake
 from foodtaster.state.poison import PoisonList
+from foodtaster_dev import sample
+from foodtaster_dev.contracts.checked import KILLERS
 
 DATE = "2026-11-21"
 MESSAGES = 120  # two files of 60 lines: the search halves them as it would thousands
@@ -64,8 +64,8 @@ def _batch(root: Path, killers: dict[int, tuple[str, int]]) -> tuple[BatchRun, s
     lake = Lake(str(root))
     landed = land_batch(lake, "orders", DATE)
     settings = dataclasses.replace(
-        get_dataset("orders"), contract="foodtaster_dev.contracts.checked:OrdersKilling", group_by=None, order_by=None,
-        python_check_timeout_s=TIMEOUT_S, python_check_memory_mb=256)
+        get_dataset("orders"), contract="foodtaster_dev.contracts.checked:OrdersKilling", group_by=None,
+        order_by=None, python_check_timeout_s=TIMEOUT_S, python_check_memory_mb=256)
     return BatchRun(config=settings, input_path=landed.raw_path, lake=lake, batch_id=landed.batch_id,
                     batch_date=DATE, gate=False), good
 
