@@ -23,7 +23,7 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 # (serial seconds at 402b362: 334, 132, 125, 90).
 LONGEST_FIRST = (
     "tests/e2e/test_standalone_backfill.py", "tests/e2e/test_demo.py", "tests/e2e/test_dags_test.py",
-    "tests/integration/test_crash_isolation.py",
+    "tests/integration/test_worker_deaths.py", "tests/integration/test_crash_isolation.py",
 )
 
 
