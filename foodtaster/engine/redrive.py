@@ -42,6 +42,7 @@ from pyspark.sql import functions as F
 
 from foodtaster import contract_references, rule_ids
 from foodtaster.engine import listed, reference_checks, rules
+from foodtaster.engine.guard import DEFAULT_BUDGET, Budget
 from foodtaster.engine.judging import (
     DUPLICATE,
     QUARANTINED,
@@ -166,13 +167,15 @@ def as_lines(rows: DataFrame) -> DataFrame:
 
 def rejudge(rows: DataFrame, contract: rules.Contract, poison: DataFrame | None,
             max_message_bytes: int,
-            keyed: Sequence[tuple[contract_references.Reference, DataFrame | None]] = ()) -> DataFrame:
+            keyed: Sequence[tuple[contract_references.Reference, DataFrame | None]] = (),
+            budget: Budget = DEFAULT_BUDGET) -> DataFrame:
     """Rows of `select_quarantined` -> judged today: `_outcome` (valid, quarantined,
     duplicate within the rows judged) and `reasons` (today's; empty for a valid row).
     `keyed`: the contract's references with today's published keys (as the job joins them),
-    so a row whose customer is still missing is not published by a redrive either."""
+    so a row whose customer is still missing is not published by a redrive either. `budget`:
+    what a Python check may spend on a message, as in the job (the dataset's settings)."""
     flagged = reference_checks.mark_references(
-        flag_lines(as_lines(rows), contract, max_message_bytes, poison), list(keyed))
+        flag_lines(as_lines(rows), contract, max_message_bytes, poison, budget), list(keyed))
     extra = reference_checks.reference_checks([ref for ref, _ in keyed])
     return with_reasons(decide_outcomes(flagged, contract), contract, max_message_bytes, extra)
 
@@ -262,7 +265,7 @@ def run_redrive(spark: SparkSession, run: RedriveRun) -> dict[str, Any]:
         key = unique_key(contract)
         keyed = [(ref, reference_checks.reference_keys(spark, lake, ref))
                  for ref in contract_references.read_references(config.load_contract())]
-        judged = rejudge(candidates, contract, poison, config.max_message_bytes, keyed)
+        judged = rejudge(candidates, contract, poison, config.max_message_bytes, keyed, Budget.of(config))
         if key:
             judged = mark_published(judged, published_keys(spark, lake, dataset, key, run.partition_id), key)
         judged = judged.persist()
