@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pyspark.sql import functions as F
 
-from foodtaster import contract_references, sample
+from foodtaster import contract_references
 from foodtaster.engine import group_hold as groups
 from foodtaster.engine.job import BatchRun, run_batch
 from foodtaster.engine.retry import EXHAUSTED_RULE, run_retries
@@ -23,6 +23,7 @@ from foodtaster.registry import get_dataset
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake
 from foodtaster.state.retries import retry_state, retry_work
+from foodtaster_dev import sample
 
 DAYS = ["2026-11-20", "2026-11-21", "2026-11-22"]
 # Thresholds up: a day with a fifth of its customers late is quarantined at over hold_rate,

@@ -82,7 +82,7 @@ def _assert_every_killer_isolated_and_every_good_message_published(spark, run, s
     assert crashed == {where: WHYS[value] for value, where in killers.items()}
 
 
-@pytest.mark.parametrize("value", [15, 17])  # each kind alone, quickly: tests/unit/test_guard.py
+@pytest.mark.parametrize("value", [15])  # SIGSEGV alone here; every kind alone: tests/unit/test_guard.py
 def test_a_check_that_ends_its_process_on_one_message_isolates_that_message(spark, tmp_path, value):
     killers = {value: WHERE[value]}
     run, good = _batch(tmp_path, killers)
