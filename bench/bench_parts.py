@@ -85,7 +85,7 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
             keep(bytes_of_failed_only(flagged()), freed)
 
     def parsed():
-        return layers.parse(lines(), rules.parse_fields(contract), config.max_message_bytes)
+        return layers.parse(lines(), rules.parser_input(contract, config.max_message_bytes))
 
     return {
         "floor: from_json, written": lambda: run_floor(spark, input_path, out / "floor"),

@@ -235,8 +235,8 @@ def run_parse(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
 
     config = get_dataset("orders")
     contract = rules.read_contract(config.load_contract())
-    parsed = layers.parse(ingest.read_lines(spark, input_path), rules.parse_fields(contract),
-                          config.max_message_bytes)
+    parsed = layers.parse(ingest.read_lines(spark, input_path),
+                          rules.parser_input(contract, config.max_message_bytes))
     parsed.drop("_raw").write.mode("overwrite").parquet(str(out))
     return {}
 

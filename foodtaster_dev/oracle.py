@@ -17,12 +17,22 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from datetime import date
+from decimal import Decimal
 from typing import Any
 
 import pandas as pd
 import pandera.pandas as pa
 
-from foodtaster.engine.rules import Contract, frame_rule_id, json_type_of, rule_id
+from foodtaster.engine.rules import (
+    SCALAR_ITEM,
+    Contract,
+    FieldRule,
+    Scope,
+    frame_rule_id,
+    rule_id,
+)
 
 INT64 = (-(2**63), 2**63 - 1)
 
@@ -38,8 +48,22 @@ class Unrepresentable:
         return self.text
 
 
+class JsonFloat(float):
+    """A JSON number with a fraction or an exponent, its literal kept (a decimal reads that)."""
+
+    text: str
+
+    def __new__(cls, text: str) -> JsonFloat:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+
+DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
 def _number(text: str) -> float | Unrepresentable:
-    value = float(text)
+    value = JsonFloat(text)
     mantissa = text.lower().split("e")[0]
     if math.isinf(value) or value == 0 and any(c in "123456789" for c in mantissa):
         return Unrepresentable(text)
@@ -91,55 +115,199 @@ class Mistyped:
         return repr(self.value)
 
 
-def message_frame(message: dict[str, Any], schema: pa.DataFrameSchema) -> pd.DataFrame:
-    columns = {}
-    for name, column in schema.columns.items():
-        if name not in message:
-            continue
-        value = message[name]
-        json_type = json_type_of(column.dtype).name
+def decimal_fits(value: Any, precision: int, scale: int) -> Decimal | None:
+    """The exact decimal of a JSON number where decimal(precision, scale) holds it unrounded:
+    at most `scale` digits after the point and `precision - scale` before it (Spark's decimal;
+    pandera's own dtype check counts the two apart, so this is judged here, as int64 is)."""
+    exact = Decimal(value.text if isinstance(value, JsonFloat) else repr(value) if isinstance(value, int)
+                    else str(value))
+    stripped = exact.normalize()
+    sign, digits, exponent = stripped.as_tuple()
+    assert isinstance(exponent, int)
+    after = max(0, -exponent)
+    before = max(0, len(digits) + exponent)
+    if after > scale or before > precision - scale:
+        return None
+    return exact.quantize(Decimal(1).scaleb(-scale))
+
+
+def calendar_date(value: Any) -> date | None:
+    if not isinstance(value, str) or not DATE.fullmatch(value):
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def _cell(rule: FieldRule, value: Any, dtype: Any) -> tuple[pd.Series, str | None]:
+    """A one-row column for a present value, and the rule it breaks before pandera looks
+    (out of range, or a type pandera's dtypes cannot tell: a date's string, an array)."""
+    kind = rule.json_type.name
+    if value is None:
+        return pd.Series([None], dtype="float64" if kind != "string" else "string[pyarrow]"), None
+    if rule.is_object:
+        broken = None if isinstance(value, dict) else f"type({rule.json_type.word})"
+        return pd.Series([Mistyped(value)], dtype="object"), broken
+    if rule.is_array:
+        if not isinstance(value, list):
+            return pd.Series([Mistyped(value)], dtype="object"), "type(array)"
+        return pd.Series([len(value)], dtype="int64"), None
+    if kind == "decimal":
+        if not json_type_matches("number", value):
+            return pd.Series([Mistyped(value)], dtype="object"), "type(number)"
+        spark = rule.json_type.spark_type
+        fits = decimal_fits(value, spark.precision, spark.scale)  # type: ignore[attr-defined]
+        if fits is None:
+            return pd.Series([Mistyped(value)], dtype="object"), "out_of_range"
+        return pd.Series([fits], dtype="object"), None
+    if kind == "date":
+        day = calendar_date(value)
+        if day is None:
+            return pd.Series([Mistyped(value)], dtype="object"), "type(date)"
+        return pd.Series([day], dtype="object"), None
+    if out_of_range(kind, value):
+        return pd.Series([Mistyped(value)], dtype="object"), "out_of_range"
+    if not json_type_matches(kind, value):
+        return pd.Series([Mistyped(value)], dtype="object"), f"type({kind})"
+    return pd.Series([float(value) if kind == "number" else value]).astype(str(dtype)), None
+
+
+_ABSENT = object()
+
+
+def _walk(message: Any, name: str) -> tuple[Any, str | None]:
+    """The value at a path, or `_ABSENT`; and the first object on the way that is no object."""
+    value = message
+    keys = name.split(".")
+    for k, key in enumerate(keys):
         if value is None:
-            columns[name] = pd.Series([None], dtype="float64" if json_type != "string" else "string[pyarrow]")
-        elif not out_of_range(json_type, value) and json_type_matches(json_type, value):
-            columns[name] = pd.Series([value]).astype(str(column.dtype))
-        else:
-            columns[name] = pd.Series([Mistyped(value)], dtype="object")
-    return pd.DataFrame(columns, index=[0])
+            return None, None
+        if not isinstance(value, dict):
+            return _ABSENT, ".".join(keys[:k])
+        if key not in value:
+            return _ABSENT, None
+        value = value[key]
+    return value, None
+
+
+def _unknown_paths(message: dict[str, Any], scope: Scope) -> list[str]:
+    """The keys a scope does not name: at its level and inside the objects it names."""
+    objects = {f.name for f in scope.fields if f.is_object}
+    names = {f.name for f in scope.fields}
+    found = []
+
+    def visit(value: dict[str, Any], prefix: str) -> None:
+        for key, inner in value.items():
+            path = prefix + key
+            if path not in names:
+                found.append(path)
+            elif path in objects and isinstance(inner, dict):
+                visit(inner, path + ".")
+
+    visit(message, "")
+    return found
+
+
+Reasons = set[tuple[str, str]]
+
+
+def judge(message: Any, model: type[pa.DataFrameModel], scope: Scope, *, pattern: str = "",
+          where: str = "", frame_checks: tuple = ()) -> Reasons:
+    """pandera's verdict on one message (or one element), as the engine's (rule, column) pairs.
+
+    The normalized view: the scope's fields flattened by path into a one-row frame (an array
+    as its length, an object as a marker), judged by the model itself; each element of an
+    array of objects is a one-row frame of its own model, keyed by its index. What pandera's
+    dtypes cannot tell (a decimal's fit, a date's string, an object or array's JSON type) is
+    told here, as int64's range is.
+    """
+    def rule_of(name: str) -> str:  # an array of scalars' one field is the element itself
+        return ".".join(p for p in (pattern, "" if scope.scalar else name) if p)
+
+    def column_of(name: str) -> str:
+        return ".".join(p for p in (where, "" if scope.scalar else name) if p)
+
+    if scope.scalar:
+        message = {SCALAR_ITEM: message}
+    schema = model.to_schema()
+    fields = {f.name: f for f in scope.fields}
+    failed: Reasons = set()
+    columns: dict[str, pd.Series] = {}
+    skipped: set[str] = set()
+    for rule in scope.fields:
+        value, not_object = _walk(message, rule.name)
+        above = scope.declared_objects_above(rule.name)
+        if not_object is not None or any(_walk(message, o.name)[0] in (None, _ABSENT) for o in above):
+            skipped.add(rule.name)
+            continue
+        if not rule.declared:
+            if value is not None and value is not _ABSENT and not isinstance(value, dict):
+                failed.add((rule_of(rule.name) + ".type(object)", column_of(rule.name)))
+            continue
+        if value is _ABSENT:
+            continue
+        cell, broken = _cell(rule, value, schema.columns[rule.name].dtype)
+        columns[rule.name] = cell
+        if broken is not None:
+            failed.add((f"{rule_of(rule.name)}.{broken}", column_of(rule.name)))
+            skipped.add(rule.name)
+            continue
+        if rule.items is not None and isinstance(value, list):
+            items_model = schema.columns[rule.name].metadata["items"]
+            for i, element in enumerate(value):
+                failed |= _judge_element(element, items_model, rule.items, rule_of(rule.name) + "[]",
+                                         f"{column_of(rule.name)}[{i}]")
+    if scope.strict is True:
+        for path in _unknown_paths(message, scope):
+            failed.add((_pattern(rule_of(path)) + ".unexpected", column_of(path)))
+    frame = pd.DataFrame(columns, index=[0])
+    try:
+        schema.validate(frame, lazy=True)
+        return failed
+    except pa.errors.SchemaErrors as errors:
+        cases = errors.failure_cases
+    for case in cases.itertuples():
+        check, column = str(case.check), case.column
+        if column in skipped or check.startswith(("dtype(", "field_uniqueness", "column_in_schema")):
+            continue
+        if check == "column_in_dataframe":
+            name = str(case.failure_case)
+            if name not in skipped:
+                failed.add((f"{rule_of(name)}.required", column_of(name)))
+        elif check == "not_nullable":
+            failed.add((f"{rule_of(column)}.not_nullable", column_of(column)))
+        elif case.schema_context == "DataFrameSchema" and column is None or check.startswith("conditional"):
+            for name, statistics in frame_checks:
+                if check.startswith(name):
+                    failed.add((frame_rule_id(statistics), statistics["then_column"]))
+        elif column in fields:
+            for name, statistics in fields[column].checks:
+                if check.startswith(name):
+                    failed.add((rule_id(rule_of(column), name, statistics), column_of(column)))
+    return failed
+
+
+def _pattern(path: str) -> str:
+    return re.sub(r"\[[0-9]+\]", "[]", path)
+
+
+def _judge_element(element: Any, model: type[pa.DataFrameModel], scope: Scope, pattern: str,
+                   where: str) -> Reasons:
+    if scope.scalar:
+        return judge(element, model, scope, pattern=pattern, where=where)
+    if element is None:
+        return {(f"{pattern}.not_nullable", where)}
+    if not isinstance(element, dict):
+        return {(f"{pattern}.type(object)", where)}
+    return judge(element, model, scope, pattern=pattern, where=where)
+
+
+def failed_reasons(message: Any, model: type[pa.DataFrameModel], contract: Contract) -> Reasons:
+    """The engine's (rule, column) of every rule pandera fails on this one message (uniqueness aside)."""
+    return judge(message, model, contract.scope, frame_checks=contract.frame_checks)
 
 
 def failed_rules(message: dict[str, Any], model: type[pa.DataFrameModel], contract: Contract) -> set[str]:
     """The engine's rule ids of every rule pandera fails on this one message (uniqueness aside)."""
-    schema = model.to_schema()
-    try:
-        schema.validate(message_frame(message, schema), lazy=True)
-        return set()
-    except pa.errors.SchemaErrors as errors:
-        cases = errors.failure_cases
-    fields = {f.name: f for f in contract.fields}
-    failed: set[str] = set()
-    mistyped = set()
-    for case in cases.itertuples():
-        check = str(case.check)
-        if check.startswith("dtype(") and message.get(case.column) is not None:
-            mistyped.add(case.column)
-            json_type = fields[case.column].json_type.name
-            beyond = out_of_range(json_type, message[case.column])
-            failed.add(f"{case.column}.out_of_range" if beyond else f"{case.column}.type({json_type})")
-    for case in cases.itertuples():
-        check, column = str(case.check), case.column
-        if check == "column_in_dataframe":
-            failed.add(f"{case.failure_case}.required")
-        elif check == "not_nullable":
-            failed.add(f"{column}.not_nullable")
-        elif check.startswith(("dtype(", "field_uniqueness")):
-            continue
-        elif case.schema_context == "DataFrameSchema" and column is None or check.startswith("conditional"):
-            for name, statistics in contract.frame_checks:
-                if check.startswith(name):
-                    failed.add(frame_rule_id(statistics))
-        elif column not in mistyped and column in fields:
-            for name, statistics in fields[column].checks:
-                if check.startswith(name):
-                    failed.add(rule_id(column, name, statistics))
-    return failed
-
+    return {rule for rule, _ in failed_reasons(message, model, contract)}

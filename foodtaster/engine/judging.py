@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 
-from foodtaster.engine import layers, listed, python_checks, rules
+from foodtaster.engine import layers, listed, python_checks, row_checks, rules
 from foodtaster.engine.duplicates import mark_duplicates
 from foodtaster.engine.guard import DEFAULT_BUDGET, Budget
 from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
@@ -49,12 +49,14 @@ def flag_lines(
     parsed, skip = parse_marking_listed(lines, contract, max_message_bytes, poison)
     marks = [] if skip is None else [listed.ENTRY, listed.WHY, listed.SOURCE]
     checked = python_checks.with_python_checks(parsed, contract, skip, budget)
-    failed = layers.line_failed() | any_failed(rules.field_checks(contract))
+    failed = layers.line_failed() | any_failed(row_checks.field_checks(contract))
     if skip is not None:
         failed = skip | failed
     keep = [c for c in lines.columns if c != layers.TEXT]
     verdict = F.when(failed, F.struct(*_verdict_columns(contract))).alias(VERDICT)
-    return checked.select(*keep, *rules.field_outputs(contract), verdict, *marks, failed.alias("_failed"))
+    unknown = [layers.UNKNOWN] if contract.keeps_unknown else []
+    return checked.select(*keep, *row_checks.message_columns(contract), *unknown, verdict, *marks,
+                          failed.alias("_failed"))
 
 
 def parse_marking_listed(
@@ -63,7 +65,7 @@ def parse_marking_listed(
     """`layers.parse`, and with the poison list each row's entry (`listed.mark_listed`, by its
     bytes or its typed unique key); returns the rows and the column true on a listed row, or
     None without a list."""
-    parsed = layers.parse(lines, rules.parse_fields(contract), max_message_bytes)
+    parsed = layers.parse(lines, rules.parser_input(contract, max_message_bytes))
     if poison is None:
         return parsed, None
     key = unique_key(contract)
@@ -73,12 +75,13 @@ def parse_marking_listed(
 
 def _verdict_columns(contract: rules.Contract) -> list[str]:
     """What `VERDICT` holds: the parser's statuses, carried so the reasons need no second
-    parse; a field's typed value only where the written column differs from it (a timestamp
-    read from a string); each Python check's verdict, so that no check runs twice."""
-    columns = [layers.LINE_REASONS]
+    parse; a slot's parsed value only where the written column differs from it (a timestamp
+    read from a string, an array's elements); each Python check's verdict, so that no check
+    runs twice."""
+    columns = [layers.LINE_REASONS, layers.UNEXPECTED]
     for rule in contract.fields:
         columns += [layers.status_column(rule.name), layers.text_column(rule.name)]
-        if rule.output_type != rule.json_type.spark_type:
+        if row_checks.carried_value(rule):
             columns.append(layers.value_column(rule.name))
     return columns + [c.column for c in contract.python_checks]
 
@@ -89,12 +92,12 @@ def explain(rows: DataFrame, contract: rules.Contract, max_message_bytes: int) -
     the pass, whatever failed it after. `max_message_bytes` is the one the rows were flagged
     with: the bytes layer's reasons were given by then."""
     typed = [F.col(f.name).alias(layers.value_column(f.name)) for f in contract.fields
-             if f.output_type == f.json_type.spark_type]
+             if not f.is_object and not row_checks.carried_value(f)]
     carried = [F.col(VERDICT).getField(name).alias(name) for name in _verdict_columns(contract)]
     reasons = (
         F.when(F.col(VERDICT).isNull(), F.array().cast(REASONS))  # passed the pass: no field reasons
         .when(layers.line_failed(), F.col(layers.LINE_REASONS))
-        .otherwise(collect(rules.field_checks(contract)))
+        .otherwise(collect(row_checks.field_checks(contract)))
     )
     return rows.select("*", *typed, *carried).select(*rows.columns, reasons.alias("_reasons"))
 
@@ -149,13 +152,22 @@ def with_outcome(rows: DataFrame, outcome: str) -> DataFrame:
 
 
 def _typed_fields(contract: rules.Contract) -> list[Column]:
-    return [F.col(f.name).cast(f.output_type).alias(f.name) for f in contract.fields]
+    return [F.col(key) for key in row_checks.message_keys(contract)]
 
 
 def valid_rows(valid: DataFrame, contract: rules.Contract, *extra: str) -> DataFrame:
-    """Valid rows (`with_outcome(rows, VALID)`) as written: typed fields and lineage (and the
-    `extra` columns a writer partitions by, such as a redrive's `batch_date`)."""
-    return valid.select(*_typed_fields(contract), *LINEAGE, *extra)
+    """Valid rows (`with_outcome(rows, VALID)`) as written: the typed message, the fields the
+    contract does not name where it keeps them (`_unknown`: each path, such as
+    `data.lines[1].discount`, to its JSON text as written), lineage (and
+    the `extra` columns a writer partitions by, such as a redrive's `batch_date`)."""
+    return valid.select(*_typed_fields(contract), *_unknown(contract), *LINEAGE, *extra)
+
+
+def _unknown(contract: rules.Contract) -> list[Column]:
+    if not contract.keeps_unknown:
+        return []
+    return [F.map_from_entries(F.coalesce(F.col(layers.UNKNOWN), F.array().cast(layers.UNKNOWN_TYPE)))
+            .alias(layers.UNKNOWN)]
 
 
 def quarantine_rows(quarantined: DataFrame, contract: rules.Contract, max_message_bytes: int,

@@ -14,15 +14,13 @@ so one registered class serves every dataset.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import IntEnum
 
 from py4j.java_gateway import JavaClass
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, IntegerType, LongType, StringType, StructField, StructType
-
-from foodtaster.engine.reasons import REASONS, VALUE_MAX_CHARS
+from pyspark.sql.types import ArrayType, DataType, LongType, StringType, StructField, StructType
 
 TEXT = "_text"
 LINE_REASONS = "_line_reasons"  # the bytes or parse reasons of a line; null for one JSON object
@@ -40,41 +38,49 @@ class FieldStatus(IntEnum):
     OK = 0
     MISSING = 1
     NULL = 2
-    OUT_OF_RANGE = 3  # a number the typed column cannot hold (beyond int64, overflow, underflow)
+    OUT_OF_RANGE = 3  # a number its column cannot hold (beyond int64 or a double, a decimal's digits)
+    INVALID = 4  # a string that names no calendar date
+    UNJUDGED = 5  # under a value that is not an object: the parent's type is the reason
     WRONG_TYPE = 10  # + the index of the JSON type found in FOUND_TYPES
 
 
 FOUND_TYPES = ("a string", "an integer", "a non-integer number", "a boolean", "an object", "an array")
 
 
+# What the parser returns beside the slots: the paths of unknown fields in a strict scope
+# (`Config.strict = True`), and the unknown fields a scope keeps (`Config.strict = False`),
+# each its path and JSON text as written.
+UNEXPECTED = "_unexpected"
+UNKNOWN = "_unknown"
+UNKNOWN_TYPE = ArrayType(StructType([StructField("path", StringType(), True),
+                                     StructField("json", StringType(), True)]), True)
+
+
+def column_safe(path: str) -> str:
+    """A slot's path as part of a column name: Spark reads a dot in a name as a struct field."""
+    return path.replace(".", "__")
+
+
 def status_column(field: str) -> str:
-    return f"_s_{field}"
+    return f"_s_{column_safe(field)}"
 
 
 def text_column(field: str) -> str:
-    return f"_x_{field}"
+    return f"_x_{column_safe(field)}"
 
 
 def value_column(field: str) -> str:
-    return f"_t_{field}"
+    return f"_t_{column_safe(field)}"
 
 
-def spec(fields: Sequence[tuple[str, str, DataType]], max_message_bytes: int) -> str:
-    """The parser's spec: `max_bytes=..;value_chars=..;fields=name:json_type,...`."""
-    names = ",".join(f"{name}:{json_type}" for name, json_type, _ in fields)
-    return f"max_bytes={max_message_bytes};value_chars={VALUE_MAX_CHARS};fields={names}"
+@dataclass(frozen=True)
+class ParserInput:
+    """What the parser is given for one contract (`rules.parser_input`): its spec (JSON), the
+    struct it returns, and the message's slots, by path, in the struct's order."""
 
-
-def result_type(fields: Sequence[tuple[str, str, DataType]]) -> StructType:
-    """The struct the parser returns: the line's reasons, then value, status, text a field."""
-    columns = [StructField("reasons", REASONS, True)]
-    for name, _, spark_type in fields:
-        columns += [
-            StructField(name, spark_type, True),
-            StructField(f"{name}__status", IntegerType(), True),
-            StructField(f"{name}__text", StringType(), True),
-        ]
-    return StructType(columns)
+    spec: str
+    returns: StructType
+    slots: tuple[str, ...]
 
 
 def _register(spark: SparkSession, returns: StructType) -> str:
@@ -119,25 +125,26 @@ def _not_on_classpath(java_class: str) -> RuntimeError:
     )
 
 
-def parse(lines: DataFrame, fields: Sequence[tuple[str, str, DataType]],
-          max_message_bytes: int) -> DataFrame:
-    """Lines (with `_raw`, their bytes) -> the same rows with `_line_reasons` and, a field, its
-    value `_t_<f>`, status `_s_<f>` and offending JSON text `_x_<f>`; `_text` is dropped.
+def parse(lines: DataFrame, parser: ParserInput) -> DataFrame:
+    """Lines (with `_raw`, their bytes) -> the same rows with `_line_reasons`, `_unexpected`,
+    `_unknown` and, a slot, its value `_t_<f>`, status `_s_<f>` and offending JSON text
+    `_x_<f>`; `_text` is dropped.
 
-    `fields` are `(name, json_type, spark_type)`. The parser runs once a row: its result is
-    one projection that the field columns read (Spark does not copy a UDF into every reader).
+    The parser runs once a row: its result is one projection that the slot columns read
+    (Spark does not copy a UDF into every reader).
     """
-    returns = result_type(fields)
-    name = _register(lines.sparkSession, returns)
-    call = F.call_function(name, F.col("_raw"), F.lit(spec(fields, max_message_bytes).encode()))
+    name = _register(lines.sparkSession, parser.returns)
+    call = F.call_function(name, F.col("_raw"), F.lit(parser.spec.encode()))
     keep = [c for c in lines.columns if c != TEXT]
     parsed = lines.select(*keep, call.alias("_parsed"))
-    outputs = [F.col("_parsed.reasons").alias(LINE_REASONS)]
-    for field, _, _ in fields:
+    result = F.col("_parsed")
+    outputs = [result.getField("reasons").alias(LINE_REASONS),
+               result.getField(UNEXPECTED).alias(UNEXPECTED), result.getField(UNKNOWN).alias(UNKNOWN)]
+    for slot in parser.slots:
         outputs += [
-            F.col(f"_parsed.`{field}`").alias(value_column(field)),
-            F.col(f"_parsed.`{field}__status`").alias(status_column(field)),
-            F.col(f"_parsed.`{field}__text`").alias(text_column(field)),
+            result.getField(slot).alias(value_column(slot)),
+            result.getField(f"{slot}__status").alias(status_column(slot)),
+            result.getField(f"{slot}__text").alias(text_column(slot)),
         ]
     return parsed.select(*keep, *outputs)
 

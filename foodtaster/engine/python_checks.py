@@ -1,6 +1,6 @@
 """A contract's checks written in Python, run as pandas UDFs: each gives a verdict column a
 row (`PythonCheck.column`: true, false, or null where not judged) that the rules read
-(`rules.field_checks`). The only rules that run Python on a message, so the only ones that
+(`row_checks.field_checks`). The only rules that run Python on a message, so the only ones that
 can crash on one (`foodtaster.engine.crash`); each call of a check runs guarded
 (`foodtaster.engine.guard`): its process dying or running past its budget fails the task
 with a traceback, as a check that raises does.

@@ -36,7 +36,7 @@ def _text(value: Column | str | None) -> Column:
     return F.lit(value) if isinstance(value, str) else value.cast("string")
 
 
-def _record(layer: str, rule: str | Column, message: Column | str, column: str | None,
+def _record(layer: str, rule: str | Column, message: Column | str, column: str | Column | None,
             value: Column | None) -> Column:
     if layer not in LAYERS:
         raise ValueError(f"unknown layer {layer!r}; one of {LAYERS}")
@@ -44,7 +44,7 @@ def _record(layer: str, rule: str | Column, message: Column | str, column: str |
     return F.struct(
         F.lit(layer).alias("layer"),
         F.lit(rule).alias("rule"),
-        F.lit(column).cast("string").alias("column"),
+        (column if isinstance(column, Column) else F.lit(column)).cast("string").alias("column"),
         _text(message).alias("message"),
         _text(cut).alias("value"),
     )
@@ -63,7 +63,7 @@ def check(
     layer: str,
     rule: str | Column,
     message: Column | str,
-    column: str | None = None,
+    column: str | Column | None = None,
     value: Column | None = None,
 ) -> Check:
     """A rule's check; a null `failed` counts as passed.

@@ -17,34 +17,34 @@ of the right type, as pandera skips nulls in checks.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pandera.pandas as pa
-from pyspark import SparkContext
+from pandera.engines import pandas_engine
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
     BooleanType,
     DataType,
+    DateType,
+    DecimalType,
     DoubleType,
+    IntegerType,
     LongType,
     StringType,
+    StructField,
+    StructType,
     TimestampType,
 )
 
 from foodtaster.checks import COMPARISONS
 from foodtaster.engine import layers
-from foodtaster.engine.layers import FieldStatus
-from foodtaster.engine.reasons import Check, check
+from foodtaster.engine.reasons import REASONS, VALUE_MAX_CHARS
 from foodtaster.errors import UsageError
-
-# What the value of an `out_of_range` field is, by the field's JSON type.
-OUT_OF_RANGE_WORDS = {
-    "integer": "is an integer beyond 64 bits (-9223372036854775808..9223372036854775807)",
-    "number": "is a number no double holds: beyond ±1.8e308, or so close to 0 that it would read as 0",
-}
 
 
 class ContractError(UsageError):
@@ -53,11 +53,36 @@ class ContractError(UsageError):
 
 @dataclass(frozen=True)
 class JsonType:
-    name: str  # "string" | "number" | "integer" | "boolean"
-    spark_type: DataType
+    """A slot's type: a JSON type (string, number, integer, boolean), a decimal or a date
+    read from one, or a container (object, array)."""
+
+    name: str  # string | number | integer | boolean | decimal | date | object | array
+    spark_type: DataType  # the typed value's (an array's: its elements' output, built apart)
+
+    @property
+    def word(self) -> str:
+        """What the type rule names: `amount.type(number)`; a decimal is a JSON number."""
+        return "number" if self.name == "decimal" else self.name
+
+    @property
+    def parsed_type(self) -> DataType:
+        """What the strict parser returns: a date as its checked text, an object as no value."""
+        return StringType() if self.name in ("date", "object") else self.spark_type
+
+
+OBJECT = JsonType("object", StringType())
+ARRAY = JsonType("array", StringType())
 
 
 def json_type_of(dtype: Any) -> JsonType:
+    if isinstance(dtype, pandas_engine.Decimal):
+        precision, scale = int(dtype.precision), int(dtype.scale)
+        if not 0 <= scale <= precision <= 38 or precision < 1:
+            raise ContractError(f"decimal({precision},{scale}) has no Spark type (precision 1..38, "
+                                "scale 0..precision)")
+        return JsonType("decimal", DecimalType(precision, scale))
+    if isinstance(dtype, pandas_engine.Date):
+        return JsonType("date", DateType())
     text = str(dtype).lower()
     if text.startswith(("string", "str", "object")):
         return JsonType("string", StringType())
@@ -67,10 +92,11 @@ def json_type_of(dtype: Any) -> JsonType:
         return JsonType("integer", LongType())
     if text.startswith("float"):
         return JsonType("number", DoubleType())
-    raise ContractError(f"dtype {dtype} has no JSON type here (use str, int, float or bool)")
+    raise ContractError(f"dtype {dtype} has no JSON type here (use str, int, float, bool, "
+                        "pa.Decimal or pa.Date)")
 
 
-def _render(value: Any) -> str:
+def render(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return str(value)
@@ -83,9 +109,9 @@ def rule_id(column: str | None, check_name: str, statistics: dict[str, Any]) -> 
         if v is not None and not isinstance(v, list | tuple | set | dict) and k != "pattern"
     }
     if len(scalars) == 1:
-        args = f"({_render(next(iter(scalars.values())))})"
+        args = f"({render(next(iter(scalars.values())))})"
     elif scalars:
-        args = "(" + ",".join(f"{k}={_render(v)}" for k, v in scalars.items()) + ")"
+        args = "(" + ",".join(f"{k}={render(v)}" for k, v in scalars.items()) + ")"
     else:
         args = ""
     return f"{column}.{check_name}{args}" if column else f"{check_name}{args}"
@@ -136,7 +162,7 @@ COMPARISON_WORDS = {
 def _comparison(name: str) -> ColumnCheck:
     def compare(value: Column, s: dict[str, Any]) -> tuple[Column, str]:
         (bound,) = s.values()
-        return COMPARISONS[name](value, bound), f"must be {COMPARISON_WORDS[name]} {_render(bound)}"
+        return COMPARISONS[name](value, bound), f"must be {COMPARISON_WORDS[name]} {render(bound)}"
 
     return compare
 
@@ -168,18 +194,54 @@ COLUMN_CHECKS: dict[str, ColumnCheck] = {
 
 @dataclass(frozen=True)
 class FieldRule:
+    """One slot of a scope (the message, or an array's element): a value at a path of keys.
+
+    `name` is the path inside its scope, keys joined by dots (`data.customer.email`); an
+    array's `items` is the scope of its elements. An object is `declared` when the contract
+    names it (`metadata={"object": True}`), else it is implied by the paths under it.
+    """
+
     name: str
     json_type: JsonType
     required: bool
     nullable: bool
     unique: bool
     checks: tuple[tuple[str, dict[str, Any]], ...]
+    items: Scope | None = None
+    declared: bool = True
+
+    @property
+    def is_object(self) -> bool:
+        return self.json_type.name == "object"
+
+    @property
+    def is_array(self) -> bool:
+        return self.json_type.name == "array"
 
     @property
     def output_type(self) -> DataType:
+        """A leaf's written type: its typed value, a timestamp for an `iso_timestamp` string."""
         if any(name == "iso_timestamp" for name, _ in self.checks):
             return TimestampType()
         return self.json_type.spark_type
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The slots judged together: the message's, or one array element's. Parents come before
+    the slots under them. `strict` is pandera's `Config.strict` of the scope's model (True:
+    an unknown field is a reason; False: it is kept; "filter": it is dropped). An element
+    scope of `scalar` items has one slot, `value`, the element itself."""
+
+    fields: tuple[FieldRule, ...]
+    strict: bool | str = False
+    scalar: bool = False
+
+    def declared_objects_above(self, name: str) -> list[FieldRule]:
+        """The declared objects a slot lies under, outermost first."""
+        by_name = {f.name: f for f in self.fields if f.is_object and f.declared}
+        keys = name.split(".")
+        return [by_name[p] for p in (".".join(keys[:k]) for k in range(1, len(keys))) if p in by_name]
 
 
 @dataclass(frozen=True)
@@ -196,7 +258,7 @@ class PythonCheck:
     @property
     def column(self) -> str:
         """The boolean column of its verdict: true passes, false fails, null not judged."""
-        return f"_py_{self.field}_{self.name}"
+        return f"_py_{layers.column_safe(self.field)}_{self.name}"
 
     @property
     def rule(self) -> str:
@@ -211,160 +273,215 @@ class Contract:
     fields: tuple[FieldRule, ...]
     frame_checks: tuple[tuple[str, dict[str, Any]], ...]
     python_checks: tuple[PythonCheck, ...] = ()
+    strict: bool | str = False
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.fields, self.strict)
 
     @property
     def unique_fields(self) -> list[str]:
         return [f.name for f in self.fields if f.unique]
 
+    @property
+    def keeps_unknown(self) -> bool:
+        """The valid rows carry the fields the contract does not name (`Config.strict = False`)."""
+        return self.strict is False
 
-def read_contract(model: type[pa.DataFrameModel]) -> Contract:
+    def slot(self, name: str) -> FieldRule:
+        for field in self.fields:
+            if field.name == name:
+                return field
+        raise ContractError(f"{self.name} has no field {name!r}; its fields: "
+                            + ", ".join(f.name for f in self.fields if not f.is_object))
+
+
+SCALAR_ITEM = "value"  # the one field of an element model that judges an array of scalars
+
+
+def _strict_of(model: type[pa.DataFrameModel]) -> bool | str:
+    strict = model.to_schema().strict
+    if strict not in (True, False, "filter"):
+        raise ContractError(f"{model.__name__}: Config.strict is {strict!r}; one of True, False, 'filter'")
+    return strict
+
+
+def _column_checks(owner: str, name: str, column: Any) -> tuple[tuple[str, dict[str, Any]], ...]:
+    checks = tuple((c.name, dict(c.statistics or {})) for c in column.checks)
+    for written in column.checks:
+        if written.name in COLUMN_CHECKS:
+            continue
+        if written.name in pa.Check.REGISTERED_CUSTOM_CHECKS and written.groupby is None:
+            continue
+        raise ContractError(
+            f"{owner}.{name}: check {written.name!r} has no Spark evaluation; "
+            f"known: {sorted(COLUMN_CHECKS)}, or a check registered with "
+            "pandera.extensions.register_check_method (vectorized or element_wise)"
+        )
+    return checks
+
+
+def _read_scope(model: type[pa.DataFrameModel], owner: str, *, root: bool) -> tuple[Scope, list[PythonCheck]]:
+    """A model's slots, objects implied by the paths inserted before the slots under them."""
     schema = model.to_schema()
-    fields, python_checks = [], []
+    declared: dict[str, FieldRule] = {}
+    python_checks: list[PythonCheck] = []
     for name, column in schema.columns.items():
-        checks = tuple((c.name, dict(c.statistics or {})) for c in column.checks)
+        where = f"{owner}.{name}"
+        if not name or any(not key for key in name.split(".")):
+            raise ContractError(f"{where}: a path has a key on each side of every dot")
+        if "[" in name or "]" in name:
+            raise ContractError(f"{where}: a path names no array element; fields of elements "
+                                "belong in the element model (metadata={{'items': Model}})")
+        metadata = column.metadata or {}
+        checks = _column_checks(owner, name, column)
+        spark_checks = tuple(c for c in checks if c[0] in COLUMN_CHECKS)
+        if metadata.get("object"):
+            if checks:
+                raise ContractError(f"{where}: an object takes no checks; put them on its fields")
+            json_type = OBJECT
+            items = None
+        elif "items" in metadata:
+            json_type, items = ARRAY, _read_items(metadata["items"], where)
+            if json_type_of(column.dtype).name != "integer":
+                raise ContractError(f"{where}: an array is declared as Series[int] (its length)")
+        else:
+            json_type, items = json_type_of(column.dtype), None
+        if column.unique and (not root or json_type.name in ("object", "array")):
+            raise ContractError(f"{where}: only a field of the message itself can be unique")
         for written in column.checks:
             if written.name in COLUMN_CHECKS:
                 continue
-            if written.name not in pa.Check.REGISTERED_CUSTOM_CHECKS or written.groupby is not None:
-                raise ContractError(
-                    f"{model.__name__}.{name}: check {written.name!r} has no Spark evaluation; "
-                    f"known: {sorted(COLUMN_CHECKS)}, or a check registered with "
-                    "pandera.extensions.register_check_method (vectorized or element_wise)"
-                )
+            if not root or json_type.name in ("array", "decimal", "date"):
+                raise ContractError(f"{where}: the Python check {written.name!r} runs only on a "
+                                    "string, number, integer or boolean field of the message itself")
             python_checks.append(PythonCheck(
                 field=name, name=written.name, statistics=dict(written.statistics or {}),
                 dtype=str(column.dtype), pandera_check=written,
             ))
-        fields.append(
-            FieldRule(
-                name=name, json_type=json_type_of(column.dtype), required=column.required,
-                nullable=column.nullable, unique=column.unique, checks=checks,
-            )
+        declared[name] = FieldRule(
+            name=name, json_type=json_type, required=column.required, nullable=column.nullable,
+            unique=column.unique, checks=checks if json_type is not ARRAY else spark_checks,
+            items=items,
         )
+    fields: dict[str, FieldRule] = {}
+    for name, rule in declared.items():
+        keys = name.split(".")
+        for k in range(1, len(keys)):
+            parent = ".".join(keys[:k])
+            above = declared.get(parent)
+            if above is not None and not above.is_object:
+                raise ContractError(f"{owner}.{name}: {parent} is a {above.json_type.name}, not an "
+                                    "object, so nothing lies under it")
+            if parent not in fields:
+                fields[parent] = above or FieldRule(parent, OBJECT, required=False, nullable=True,
+                                                    unique=False, checks=(), declared=False)
+        fields[name] = rule
+    _refuse_same_columns(list(fields), owner)
+    for rule in fields.values():
+        if rule.is_object and not any(f.startswith(rule.name + ".") for f in fields):
+            raise ContractError(f"{owner}.{rule.name}: an object with no field under it; name "
+                                "its fields (or drop it: unknown fields are kept as Config.strict says)")
+    return Scope(tuple(fields.values()), _strict_of(model)), python_checks
+
+
+def _read_items(items: Any, where: str) -> Scope:
+    if not (isinstance(items, type) and issubclass(items, pa.DataFrameModel)):
+        raise ContractError(f"{where}: metadata 'items' must be a pandera DataFrameModel, got {items!r}")
+    scope, _ = _read_scope(items, f"{where}[]", root=False)
+    if items.to_schema().checks:
+        raise ContractError(f"{where}[]: an element model takes no frame checks")
+    names = [f.name for f in scope.fields]
+    if names == [SCALAR_ITEM]:
+        (value,) = scope.fields
+        if value.is_object or value.is_array:
+            raise ContractError(f"{where}[]: an array of arrays or of one-field objects is not supported")
+        return Scope(scope.fields, scope.strict, scalar=True)
+    return scope
+
+
+def _refuse_same_columns(names: list[str], owner: str) -> None:
+    """Two paths whose Spark columns would be one (`a.b` and `a__b`): refused by name."""
+    seen: dict[str, str] = {}
+    for name in names:
+        safe = layers.column_safe(name)
+        if safe in seen:
+            raise ContractError(f"{owner}: {seen[safe]!r} and {name!r} would be one column; rename one")
+        seen[safe] = name
+
+
+def read_contract(model: type[pa.DataFrameModel]) -> Contract:
+    schema = model.to_schema()
+    scope, python_checks = _read_scope(model, model.__name__, root=True)
     frame_checks = tuple((c.name, dict(c.statistics or {})) for c in schema.checks)
-    for check_name, _ in frame_checks:
+    names = {f.name: f for f in scope.fields}
+    for check_name, statistics in frame_checks:
         if check_name != "conditional":
             raise ContractError(f"{model.__name__}: frame check {check_name!r} has no Spark evaluation")
-    return Contract(name=model.__name__, fields=tuple(fields), frame_checks=frame_checks,
-                    python_checks=tuple(python_checks))
-
-
-def parse_fields(contract: Contract) -> list[tuple[str, str, DataType]]:
-    """What the strict parser types, a field: its name, JSON type and Spark type."""
-    return [(f.name, f.json_type.name, f.json_type.spark_type) for f in contract.fields]
-
-
-def field_outputs(contract: Contract) -> list[Column]:
-    """The typed fields as written: JSON-typed values, timestamps for `iso_timestamp` fields.
-    Reads the columns of `layers.parse`."""
-    outputs = []
-    for rule in contract.fields:
-        value = _t(rule.name)
-        if isinstance(rule.output_type, TimestampType):
-            value = layers.iso_timestamp(value)  # a quarantined row's unshaped text is not guessed at
-        outputs.append(value.alias(rule.name))
-    return outputs
-
-
-def _t(name: str) -> Column:
-    return F.col(layers.value_column(name))
-
-
-_BUILT_CHECKS: dict[tuple[str, int], list[Check]] = {}
-
-
-def field_checks(contract: Contract) -> list[Check]:
-    """Every row-level rule of the contract as a reason column (uniqueness is the dedup step's).
-    Reads the columns of `with_fields`.
-
-    Built once a contract and Spark context: each Column is a few Py4J calls, and a contract's
-    checks are a thousand of them (about a second on two cores).
-    """
-    key = (repr(contract), id(SparkContext._active_spark_context))
-    if key not in _BUILT_CHECKS:
-        _BUILT_CHECKS.clear()  # Columns of a stopped context are of no use
-        _BUILT_CHECKS[key] = _build_field_checks(contract)
-    return _BUILT_CHECKS[key]
-
-
-def _build_field_checks(contract: Contract) -> list[Check]:
-    checks: list[Check] = []
-    for rule in contract.fields:
-        status, text = F.col(layers.status_column(rule.name)), F.col(layers.text_column(rule.name))
-        value = _t(rule.name)
-        checks.append(
-            check(
-                (status == FieldStatus.MISSING) & F.lit(rule.required), "contract", f"{rule.name}.required",
-                f"required field {rule.name} is missing", column=rule.name,
-            )
-        )
-        checks.append(
-            check(
-                (status == FieldStatus.NULL) & F.lit(not rule.nullable), "contract",
-                f"{rule.name}.not_nullable", f"{rule.name} must not be null", column=rule.name,
-            )
-        )
-        checks.append(
-            check(
-                status >= FieldStatus.WRONG_TYPE, "contract", f"{rule.name}.type({rule.json_type.name})",
-                F.concat(F.lit(f"{rule.name} must be a JSON {rule.json_type.name}, got "),
-                         layers.found_type(status)),
-                column=rule.name, value=text,
-            )
-        )
-        if rule.json_type.name in OUT_OF_RANGE_WORDS:
-            checks.append(
-                check(
-                    status == FieldStatus.OUT_OF_RANGE, "contract", f"{rule.name}.out_of_range",
-                    f"{rule.name} {OUT_OF_RANGE_WORDS[rule.json_type.name]}", column=rule.name, value=text,
-                )
-            )
-        for check_name, statistics in rule.checks:
-            if check_name not in COLUMN_CHECKS:
-                continue  # a Python check: `_python_field_checks`
-            passes, message = COLUMN_CHECKS[check_name](value, statistics)
-            checks.append(
-                check(
-                    value.isNotNull() & ~passes, "contract",
-                    rule_id(rule.name, check_name, statistics), f"{rule.name} {message}",
-                    column=rule.name, value=value,
-                )
-            )
-    checks.extend(_python_field_checks(contract))
-    checks.extend(_frame_checks(contract))
-    return checks
-
-
-def _python_field_checks(contract: Contract) -> list[Check]:
-    """A Python check fails where its verdict column (`with_python_checks`) is false."""
-    return [
-        check(~F.col(c.column), "contract", c.rule, f"{c.field} fails the check {c.rule}",
-              column=c.field, value=_t(c.field))
-        for c in contract.python_checks
-    ]
+        for key in ("if_column", "then_column"):
+            found = names.get(statistics[key])
+            if found is None or found.is_object or found.is_array:
+                raise ContractError(f"{model.__name__}: the conditional's {key} {statistics[key]!r} "
+                                    "is no field of the message")
+    return Contract(name=model.__name__, fields=scope.fields, frame_checks=frame_checks,
+                    python_checks=tuple(python_checks), strict=scope.strict)
 
 
 def frame_rule_id(s: dict[str, Any]) -> str:
     """`amount.greater_than(0).when(status in (PAID,SHIPPED,DELIVERED))`"""
     condition = f"{s['if_column']} in ({','.join(map(str, s['if_in']))})"
-    return f"{s['then_column']}.{s['then_check']}({_render(s['then_value'])}).when({condition})"
+    return f"{s['then_column']}.{s['then_check']}({render(s['then_value'])}).when({condition})"
 
 
-def _frame_checks(contract: Contract) -> list[Check]:
-    """Cross-field checks; a comparison with a missing or wrongly typed value fails, as in pandas."""
-    typed = {f.name: _t(f.name) for f in contract.fields}
-    checks = []
-    for _, s in contract.frame_checks:
-        applies = F.coalesce(typed[s["if_column"]].isin(*s["if_in"]), F.lit(False))
-        holds = F.coalesce(COMPARISONS[s["then_check"]](typed[s["then_column"]], s["then_value"]),
-                           F.lit(False))
-        condition = f"{s['if_column']} in ({','.join(map(str, s['if_in']))})"
-        checks.append(
-            check(
-                applies & ~holds, "contract", frame_rule_id(s),
-                f"{s['then_column']} must be {COMPARISON_WORDS[s['then_check']]} "
-                f"{_render(s['then_value'])} when {condition}",
-                column=s["then_column"], value=typed[s["then_column"]],
-            )
-        )
-    return checks
+# ---- what the strict parser is asked for ---------------------------------------------------
+
+
+def _slot_spec(rule: FieldRule, *, path: bool = True) -> dict[str, Any]:
+    spec: dict[str, Any] = {"type": rule.json_type.name}
+    if path:
+        spec["path"] = rule.name.split(".")
+    if isinstance(rule.json_type.spark_type, DecimalType):
+        spec["precision"] = rule.json_type.spark_type.precision
+        spec["scale"] = rule.json_type.spark_type.scale
+    if rule.items is not None:
+        spec["items"] = _items_spec(rule.items)
+    return spec
+
+
+def _items_spec(scope: Scope) -> dict[str, Any]:
+    if scope.scalar:
+        return _slot_spec(scope.fields[0], path=False)
+    return {"type": "object", "strict": scope.strict, "fields": [_slot_spec(f) for f in scope.fields]}
+
+
+def _element_type(scope: Scope) -> StructType:
+    own = [StructField("_status", IntegerType(), True), StructField("_text", StringType(), True)]
+    if scope.scalar:
+        return StructType([*own, StructField("_value", _parsed_type(scope.fields[0]), True)])
+    return StructType(own + _slot_fields(scope.fields))
+
+
+def _parsed_type(rule: FieldRule) -> DataType:
+    if rule.items is not None:
+        return ArrayType(_element_type(rule.items), True)
+    return rule.json_type.parsed_type
+
+
+def _slot_fields(fields: tuple[FieldRule, ...]) -> list[StructField]:
+    out = []
+    for rule in fields:
+        out += [StructField(rule.name, _parsed_type(rule), True),
+                StructField(f"{rule.name}__status", IntegerType(), True),
+                StructField(f"{rule.name}__text", StringType(), True)]
+    return out
+
+
+def parser_input(contract: Contract, max_message_bytes: int) -> layers.ParserInput:
+    """What `layers.parse` hands the strict parser for this contract, and the shape it returns."""
+    spec = {"max_bytes": max_message_bytes, "value_chars": VALUE_MAX_CHARS, "strict": contract.strict,
+            "fields": [_slot_spec(f) for f in contract.fields]}
+    returns = StructType([StructField("reasons", REASONS, True), *_slot_fields(contract.fields),
+                          StructField(layers.UNEXPECTED, ArrayType(StringType(), True), True),
+                          StructField(layers.UNKNOWN, layers.UNKNOWN_TYPE, True)])
+    return layers.ParserInput(json.dumps(spec, separators=(",", ":")), returns,
+                              tuple(f.name for f in contract.fields))

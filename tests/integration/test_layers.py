@@ -2,18 +2,24 @@
 
 import json
 
+import pandera.pandas as pa
 import pytest
-from pyspark.sql.types import DoubleType, StringType
+from pandera.typing import Series
 from support.frames import lines_frame
 
-from foodtaster.engine import layers
+from foodtaster.engine import layers, rules
 
 GOOD = b'{"message_id": "m1", "amount": 5}'
-FIELDS = [("message_id", "string", StringType()), ("amount", "number", DoubleType())]
+
+
+class Two(pa.DataFrameModel):
+    message_id: Series[str]
+    amount: Series[float]
 
 
 def reasons_of(spark, lines, max_bytes=200):
-    parsed = layers.parse(lines_frame(spark, lines), FIELDS, max_bytes)
+    parser = rules.parser_input(rules.read_contract(Two), max_bytes)
+    parsed = layers.parse(lines_frame(spark, lines), parser)
     rows = parsed.orderBy("_row_id").collect()
     return [[(r.layer, r.rule) for r in row[layers.LINE_REASONS] or []] for row in rows], rows
 
