@@ -3,12 +3,15 @@ Py4J in the tests' own JVM: one line in, its reasons and each field's value and 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from foodtaster.engine.layers import FieldStatus
 
-SPEC = ("max_bytes=4096;value_chars=200;"
-        "fields=s:string,n:number,i:integer,b:boolean")
+SPEC = json.dumps({"max_bytes": 4096, "value_chars": 200, "fields": [
+    {"path": [name], "type": json_type}
+    for name, json_type in [("s", "string"), ("n", "number"), ("i", "integer"), ("b", "boolean")]]})
 WRONG = FieldStatus.WRONG_TYPE
 FOUND = {"string": WRONG + 0, "integer": WRONG + 1, "number": WRONG + 2, "boolean": WRONG + 3,
          "object": WRONG + 4, "array": WRONG + 5}
@@ -23,6 +26,7 @@ def parser(spark):
 def run(parser, line: bytes) -> tuple[list[tuple[str, str, str]] | None, dict[str, tuple]]:
     """(the line's reasons as (layer, rule, message), {field: (value, status, text)})."""
     out = list(parser.parse(bytearray(line)))
+    assert len(out) == 1 + 3 * 4 + 1 and out[-1] is None  # no scope is strict: no key is unexpected
     problems = None if out[0] is None else [(p[0], p[1], p[3]) for p in out[0]]
     fields = {name: tuple(out[1 + 3 * k: 4 + 3 * k]) for k, name in enumerate("snib")}
     return problems, fields
@@ -128,13 +132,24 @@ def test_every_bytes_failure_of_a_line_is_listed(parser):
     (b"\xef\xbb\xbf{}", "byte order mark"),
     (b"\r", "no JSON value"),
     (b'{"s": "a\tb"}', "column"),  # a raw control character inside a string
-    (b"[" * 1100 + b"]" * 1100, "nested deeper than 1000 levels"),
 ])
 def test_the_parse_layer_is_strict_json_and_says_where(parser, line, words):
     problems, _ = run(parser, line)
     assert [(layer, rule) for layer, rule, _ in problems] == [("parse", "json.invalid")]
     assert problems[0][2].startswith("not strict JSON (RFC 8259): ")
     assert words in problems[0][2]
+
+
+@pytest.mark.parametrize(("line", "column"), [
+    (b"[" * 1100 + b"]" * 1100, 1001),
+    # brackets in a string do not count
+    (b'{"s": "[[[", "x": ' + b"[" * 1100 + b"]" * 1100 + b"}", 18 + 1000),
+    (b'{"x": [' + b"[" * 1100, 1006),  # too deep before it is truncated
+])
+def test_a_message_nested_too_deep_has_its_own_rule(parser, line, column):
+    problems, fields = run(parser, line)
+    assert problems == [("parse", "json.too_deep", f"nested deeper than 1000 levels at column {column}")]
+    assert all(value is None and status is None for value, status, _ in fields.values())
 
 
 @pytest.mark.parametrize(("line", "got"), [
@@ -160,15 +175,25 @@ def test_a_wrong_value_is_kept_as_its_json_text_cut_to_the_record_length(parser)
 
 def test_a_bad_spec_is_refused_by_name(spark):
     jvm = spark._jvm.foodtaster.jvm
-    for spec, words in [("fields=a:string", "needs max_bytes"), (SPEC + ",x:date", "unknown JSON type date"),
-                        ("max_bytes=1;value_chars=1;fields=a:string,a:number", "field twice: a")]:
+    def spec_of(*fields: dict) -> str:
+        return json.dumps({"max_bytes": 1, "value_chars": 1, "fields": list(fields)})
+
+    for spec, words in [
+        ('{"fields": []}', "needs max_bytes"),
+        ("max_bytes=1;value_chars=1;fields=a:string", "the spec is not JSON"),
+        ('{"max_bytes": 1, "value_chars": 1, "fields": [], "field": []}', "unknown spec key field"),
+        (spec_of({"path": ["x"], "type": "time"}), "unknown JSON type time"),
+        (spec_of({"path": ["a"], "type": "string"}, {"path": ["a"], "type": "number"}), "field twice: a"),
+    ]:
         with pytest.raises(Exception, match=words):
             jvm.StrictLineParser(spec)
 
 
 def test_the_python_side_reads_the_statuses_as_java_numbers_them(spark):
     jvm = spark._jvm.foodtaster.jvm.StrictLineParser
-    assert [int(s) for s in FieldStatus] == [jvm.OK, jvm.MISSING, jvm.NULL, jvm.OUT_OF_RANGE, jvm.WRONG_TYPE]
+    assert {s.name: int(s) for s in FieldStatus} == {s.name: getattr(jvm, s.name) for s in FieldStatus}
+    assert (jvm.OK, jvm.MISSING, jvm.NULL, jvm.OUT_OF_RANGE, jvm.INVALID, jvm.UNJUDGED, jvm.WRONG_TYPE) == (
+        0, 1, 2, 3, 4, 5, 10)
     from foodtaster.engine.layers import FOUND_TYPES
 
     assert [f"{w}" for w in jvm.FOUND] == [w.split(" ")[-1] for w in FOUND_TYPES]

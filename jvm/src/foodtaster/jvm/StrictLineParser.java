@@ -7,39 +7,58 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 
 import java.io.IOException;
 import java.io.Serializable;
+import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The bytes, parse and type layers of one message: strict RFC 8259 JSON read from the line's
- * exact bytes, and each contract field typed by its JSON type.
+ * exact bytes, and each contract field, at any depth, typed by its JSON type in the same pass.
  *
- * <p>A spec names what to look for, so one class serves every contract:
- * {@code max_bytes=1048576;value_chars=200;fields=message_id:string,amount:number,items:integer}.
+ * <p>A spec (JSON) names what to look for, so one class serves every contract:
+ * <pre>{"max_bytes": 1048576, "value_chars": 200, "strict": false, "fields": [slot, ...]}</pre>
+ * A slot is {@code {"path": ["data", "customer", "email"], "type": T}}: the keys from its scope's
+ * object (the message, or an array's element) down to the value. T is string, number, integer,
+ * boolean, date, decimal (with {@code precision} and {@code scale}), object (every object ancestor
+ * of a slot is a slot itself, listed before it) or array (with {@code items}: a scalar
+ * {@code {"type": T}} or an element scope {@code {"type": "object", "strict": b, "fields": [...]}}).
+ * A strict scope reports each key it does not name, at its own level or inside its objects.
  *
- * <p>{@link #parse} returns {@code [problems, v1, s1, x1, v2, s2, x2, ...]}: {@code problems} is
- * null for a line that is one JSON object, else a list of {@code [layer, rule, column, message,
- * value]} (the reason record); per field its typed value (null unless ok), its status (see the
- * constants) and, where the status is a wrong type or out of range, the value's JSON text.
+ * <p>{@link #parse} returns {@code [problems, v1, s1, x1, v2, s2, x2, ..., unexpected]}:
+ * {@code problems} is null for a line that is one JSON object, else a list of {@code [layer,
+ * rule, column, message, value]} (the reason record); per root slot its typed value (null unless
+ * ok), its status (see the constants) and, where the status is a wrong type, out of range or
+ * invalid, the value's JSON text; {@code unexpected} is null or the full paths of the keys strict
+ * scopes did not name ({@code data.lines[2].colour}), in document order. An array's value is a
+ * list of elements: {@code [status, text, v1, s1, x1, ...]} for an element scope,
+ * {@code [status, text, value]} for scalar items.
  */
 public final class StrictLineParser implements Serializable {
-    private static final long serialVersionUID = 1L;
+    private static final long serialVersionUID = 2L;
 
-    public static final int OK = 0, MISSING = 1, NULL = 2, OUT_OF_RANGE = 3;
+    public static final int OK = 0, MISSING = 1, NULL = 2, OUT_OF_RANGE = 3, INVALID = 4, UNJUDGED = 5;
     /** A wrong JSON type: WRONG_TYPE + the type found (one of FOUND). */
     public static final int WRONG_TYPE = 10;
     public static final String[] FOUND = {"string", "integer", "number", "boolean", "object", "array"};
     private static final int FOUND_STRING = 0, FOUND_INTEGER = 1, FOUND_NUMBER = 2, FOUND_BOOLEAN = 3,
             FOUND_OBJECT = 4, FOUND_ARRAY = 5;
 
-    public static final int STRING = 0, NUMBER = 1, INTEGER = 2, BOOLEAN = 3;
-    private static final String[] TYPES = {"string", "number", "integer", "boolean"};
+    public static final int STRING = 0, NUMBER = 1, INTEGER = 2, BOOLEAN = 3, DECIMAL = 4, DATE = 5,
+            OBJECT = 6, ARRAY = 7;
+    private static final String[] TYPES = {"string", "number", "integer", "boolean", "decimal", "date",
+            "object", "array"};
+    // Spark's largest decimal
+    private static final int MAX_PRECISION = 38;
 
     /** Spark's Jackson with every leniency off (its default) and duplicate keys refused at any depth;
      * number length unbounded, so a long digit string is judged by its value, not called a syntax error. */
@@ -52,70 +71,303 @@ public final class StrictLineParser implements Serializable {
     private static final int LONG_DIGITS = 19;
     // A plain integer literal of more digits than this is beyond any double.
     private static final int DOUBLE_DIGITS = 310;
+    // parseInto's marks of a line that is JSON but no message: not an object, or nested too deep
+    private static final char NOT_OBJECT = '\u0001', TOO_DEEP = '\u0002';
 
-    private final String[] names;
-    private final int[] types;
-    private final HashMap<String, Integer> index = new HashMap<>();
+    /** A slot of a scope, or an array's items. */
+    private static final class Node implements Serializable {
+        private static final long serialVersionUID = 1L;
+        final String key;  // the last key of the path; null for an array's items
+        final int type, precision, scale;
+        int slot;  // the slot's place in its scope: value at base + 3 * slot
+        HashMap<String, Node> children;  // an object node's, by key
+        // every slot under an object node, at any depth: its null or wrong type decides them
+        int[] descendants = new int[0];
+        Node items;  // an array node's
+        Scope scope;  // object items': the element's own scope
+
+        Node(String key, int type, int precision, int scale) {
+            this.key = key;
+            this.type = type;
+            this.precision = precision;
+            this.scale = scale;
+        }
+    }
+
+    /** The message, or an array's element: the slots read from one object. */
+    private static final class Scope implements Serializable {
+        private static final long serialVersionUID = 1L;
+        final boolean strict;
+        final Node[] slots;
+        final HashMap<String, Node> top;  // the slots at the scope's own level, by key
+
+        Scope(boolean strict, Node[] slots, HashMap<String, Node> top) {
+            this.strict = strict;
+            this.slots = slots;
+            this.top = top;
+        }
+    }
+
+    /**
+     * One line's state beyond its output: the keys and indices from the message down to where the
+     * walk is, kept only when some scope is strict, and the unexpected keys' paths found so far.
+     */
+    private static final class Walk {
+        String[] keys = new String[8];  // null where the step is an array index
+        int[] indices = new int[8];
+        int depth;
+        List<String> unexpected;
+
+        void push(String key, int index) {
+            if (depth == keys.length) {
+                keys = Arrays.copyOf(keys, 2 * depth);
+                indices = Arrays.copyOf(indices, 2 * depth);
+            }
+            keys[depth] = key;
+            indices[depth++] = index;
+        }
+
+        void pop() {
+            depth--;
+        }
+
+        void unexpected(String key) {
+            StringBuilder path = new StringBuilder();
+            for (int k = 0; k < depth; k++) {
+                if (keys[k] == null) {
+                    path.append('[').append(indices[k]).append(']');
+                } else {
+                    if (k > 0) path.append('.');
+                    path.append(keys[k]);
+                }
+            }
+            if (depth > 0) path.append('.');
+            path.append(key);
+            if (unexpected == null) unexpected = new ArrayList<>(2);
+            unexpected.add(path.toString());
+        }
+    }
+
+    private final Scope root;
+    private final boolean anyStrict;
+    private final int[] rootArrays;  // the output places of the root's array values
     private final int maxBytes;
     private final int valueChars;
 
     public StrictLineParser(String spec) {
-        int maxBytes = -1, valueChars = -1;
-        String fields = null;
-        for (String part : spec.split(";")) {
-            int eq = part.indexOf('=');
-            if (eq < 0) throw new IllegalArgumentException("spec part without '=': " + part);
-            String key = part.substring(0, eq).trim(), value = part.substring(eq + 1).trim();
-            switch (key) {
-                case "max_bytes": maxBytes = Integer.parseInt(value); break;
-                case "value_chars": valueChars = Integer.parseInt(value); break;
-                case "fields": fields = value; break;
-                default: throw new IllegalArgumentException("unknown spec key " + key + " in " + spec);
-            }
+        Map<String, Object> top = object(readSpec(spec), "the spec", "max_bytes", "value_chars", "strict", "fields");
+        Object maxBytes = top.get("max_bytes"), valueChars = top.get("value_chars");
+        if (!(maxBytes instanceof Integer) || !(valueChars instanceof Integer) || !top.containsKey("fields")) {
+            throw new IllegalArgumentException("spec needs max_bytes, value_chars (integers) and fields: " + spec);
         }
-        if (maxBytes < 0 || valueChars < 0 || fields == null) {
-            throw new IllegalArgumentException("spec needs max_bytes, value_chars and fields: " + spec);
-        }
-        this.maxBytes = maxBytes;
-        this.valueChars = valueChars;
-        String[] parts = fields.isEmpty() ? new String[0] : fields.split(",");
-        names = new String[parts.length];
-        types = new int[parts.length];
-        for (int i = 0; i < parts.length; i++) {
-            int colon = parts[i].lastIndexOf(':');
-            if (colon <= 0) throw new IllegalArgumentException("field without a type: " + parts[i]);
-            names[i] = parts[i].substring(0, colon);
-            types[i] = typeOf(parts[i].substring(colon + 1));
-            if (index.put(names[i], i) != null) throw new IllegalArgumentException("field twice: " + names[i]);
+        this.maxBytes = (Integer) maxBytes;
+        this.valueChars = (Integer) valueChars;
+        boolean[] strictSeen = {false};
+        root = scope(top, "the spec", strictSeen);
+        anyStrict = strictSeen[0];
+        int arrays = 0;
+        for (Node n : root.slots) if (n.type == ARRAY) arrays++;
+        rootArrays = new int[arrays];
+        arrays = 0;
+        for (Node n : root.slots) if (n.type == ARRAY) rootArrays[arrays++] = 1 + 3 * n.slot;
+    }
+
+    // ---- the spec --------------------------------------------------------------------------
+
+    private static Object readSpec(String spec) {
+        try (JsonParser p = JSON.createParser(spec)) {
+            JsonToken t = p.nextToken();
+            if (t == null) throw new IllegalArgumentException("the spec is empty");
+            Object value = tree(p, t);
+            if (p.nextToken() != null) throw new IllegalArgumentException("the spec holds more than one JSON value");
+            return value;
+        } catch (IOException e) {
+            throw new IllegalArgumentException("the spec is not JSON: " + e.getMessage(), e);
         }
     }
 
-    private static int typeOf(String name) {
-        for (int t = 0; t < TYPES.length; t++) if (TYPES[t].equals(name)) return t;
-        throw new IllegalArgumentException("unknown JSON type " + name + "; one of string, number, integer, boolean");
+    private static Object tree(JsonParser p, JsonToken t) throws IOException {
+        switch (t) {
+            case START_OBJECT: {
+                Map<String, Object> map = new LinkedHashMap<>();
+                while (p.nextToken() == JsonToken.FIELD_NAME) {
+                    String key = p.currentName();
+                    map.put(key, tree(p, p.nextToken()));
+                }
+                return map;
+            }
+            case START_ARRAY: {
+                List<Object> list = new ArrayList<>();
+                while ((t = p.nextToken()) != JsonToken.END_ARRAY) list.add(tree(p, t));
+                return list;
+            }
+            case VALUE_STRING: return p.getText();
+            case VALUE_NUMBER_INT: return p.getNumberType() == JsonParser.NumberType.INT ? p.getIntValue() : p.getText();
+            case VALUE_TRUE: return Boolean.TRUE;
+            case VALUE_FALSE: return Boolean.FALSE;
+            case VALUE_NULL: return null;
+            default: return p.getText();
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> object(Object value, String where, String... keys) {
+        if (!(value instanceof Map)) throw new IllegalArgumentException(where + " must be a JSON object: " + value);
+        Map<String, Object> map = (Map<String, Object>) value;
+        for (String key : map.keySet()) {
+            if (!Arrays.asList(keys).contains(key)) {
+                throw new IllegalArgumentException("unknown spec key " + key + " in " + where + "; one of "
+                        + String.join(", ", keys));
+            }
+        }
+        return map;
+    }
+
+    private static boolean strict(Map<String, Object> scope, String where) {
+        Object strict = scope.get("strict");
+        if (strict != null && !(strict instanceof Boolean)) {
+            throw new IllegalArgumentException("strict of " + where + " must be true or false: " + strict);
+        }
+        return Boolean.TRUE.equals(strict);
+    }
+
+    /** A scope from its spec object: its fields, each object's children and descendants. */
+    private static Scope scope(Map<String, Object> spec, String where, boolean[] strictSeen) {
+        boolean strict = strict(spec, where);
+        strictSeen[0] |= strict;
+        Object fields = spec.get("fields");
+        if (!(fields instanceof List)) throw new IllegalArgumentException("fields of " + where + " must be a list");
+        List<?> list = (List<?>) fields;
+        Node[] slots = new Node[list.size()];
+        HashMap<String, Node> top = new HashMap<>();
+        Map<List<String>, Node> byPath = new HashMap<>();
+        for (int i = 0; i < slots.length; i++) {
+            Map<String, Object> slot = object(list.get(i), "a field of " + where,
+                    "path", "type", "precision", "scale", "items");
+            List<String> path = path(slot.get("path"), where);
+            String name = String.join(".", path);
+            Node node = node(slot, path.get(path.size() - 1), "field " + name, strictSeen);
+            node.slot = i;
+            if (byPath.put(path, node) != null) throw new IllegalArgumentException("field twice: " + name);
+            if (path.size() == 1) {
+                top.put(node.key, node);
+            } else {
+                Node parent = byPath.get(path.subList(0, path.size() - 1));
+                if (parent == null || parent.type != OBJECT) {
+                    throw new IllegalArgumentException("field " + name + " needs its parent "
+                            + String.join(".", path.subList(0, path.size() - 1))
+                            + " listed before it as an object field");
+                }
+                parent.children.put(node.key, node);
+                for (int k = 1; k < path.size(); k++) {
+                    Node ancestor = byPath.get(path.subList(0, k));
+                    ancestor.descendants = Arrays.copyOf(ancestor.descendants, ancestor.descendants.length + 1);
+                    ancestor.descendants[ancestor.descendants.length - 1] = i;
+                }
+            }
+            slots[i] = node;
+        }
+        return new Scope(strict, slots, top);
+    }
+
+    private static List<String> path(Object value, String where) {
+        if (!(value instanceof List) || ((List<?>) value).isEmpty()) {
+            throw new IllegalArgumentException("a field of " + where + " needs a path, a non-empty list of keys: " + value);
+        }
+        List<String> path = new ArrayList<>();
+        for (Object key : (List<?>) value) {
+            if (!(key instanceof String)) throw new IllegalArgumentException("a path's keys are strings: " + value);
+            path.add((String) key);
+        }
+        return path;
+    }
+
+    /** A slot's or an items' node: its type, a decimal's precision and scale, an array's items. */
+    private static Node node(Map<String, Object> spec, String key, String where, boolean[] strictSeen) {
+        Object typeName = spec.get("type");
+        int type = -1;
+        for (int t = 0; t < TYPES.length; t++) if (TYPES[t].equals(typeName)) type = t;
+        if (type < 0) {
+            throw new IllegalArgumentException("unknown JSON type " + typeName + " of " + where + "; one of "
+                    + String.join(", ", TYPES));
+        }
+        int precision = 0, scale = 0;
+        if (type == DECIMAL) {
+            Object p = spec.get("precision"), s = spec.get("scale");
+            if (!(p instanceof Integer) || !(s instanceof Integer)) {
+                throw new IllegalArgumentException("decimal " + where + " needs precision and scale (integers)");
+            }
+            precision = (Integer) p;
+            scale = (Integer) s;
+            if (precision < 1 || precision > MAX_PRECISION || scale < 0 || scale > precision) {
+                throw new IllegalArgumentException("decimal " + where + " needs 1 <= precision <= " + MAX_PRECISION
+                        + " and 0 <= scale <= precision, got (" + precision + ", " + scale + ")");
+            }
+        } else if (spec.containsKey("precision") || spec.containsKey("scale")) {
+            throw new IllegalArgumentException(where + " is no decimal: precision and scale are a decimal's");
+        }
+        if (type != ARRAY && spec.containsKey("items")) {
+            throw new IllegalArgumentException(where + " is no array: items are an array's");
+        }
+        Node node = new Node(key, type, precision, scale);
+        if (type == OBJECT) node.children = new HashMap<>();
+        if (type == ARRAY) {
+            if (!spec.containsKey("items")) throw new IllegalArgumentException("array " + where + " needs items");
+            Map<String, Object> items = object(spec.get("items"), "the items of " + where,
+                    "type", "precision", "scale", "strict", "fields");
+            if ("object".equals(items.get("type"))) {
+                if (items.containsKey("precision") || items.containsKey("scale")) {
+                    throw new IllegalArgumentException("the items of " + where + " are objects: no precision or scale");
+                }
+                node.items = new Node(null, OBJECT, 0, 0);
+                node.items.scope = scope(items, "the items of " + where, strictSeen);
+            } else if ("array".equals(items.get("type"))) {
+                throw new IllegalArgumentException("the items of " + where + " are objects or scalars, not arrays");
+            } else {
+                if (items.containsKey("strict") || items.containsKey("fields")) {
+                    throw new IllegalArgumentException("the items of " + where + " are scalars: no strict or fields");
+                }
+                node.items = node(items, null, "the items of " + where, strictSeen);
+            }
+        }
+        return node;
     }
 
     public int fieldCount() {
-        return names.length;
+        return root.slots.length;
+    }
+
+    /** The output places ({@code 1 + 3 * slot}) of the root's array values, for StrictLineUdf. */
+    int[] rootArrays() {
+        return rootArrays;
     }
 
     /** The line's verdict; see the class comment for its shape. */
     public Object[] parse(byte[] line) {
-        Object[] out = new Object[1 + 3 * names.length];
+        int n = root.slots.length;
+        Object[] out = new Object[2 + 3 * n];
         List<Object[]> problems = bytesProblems(line);
         if (problems != null) {
             out[0] = problems;
             return out;
         }
-        String problem = parseInto(line, out);
+        Walk walk = anyStrict ? new Walk() : null;
+        String problem = parseInto(line, out, walk);
         if (problem != null) {
             out = new Object[out.length];  // no field of a line that is not a message is kept
-            out[0] = Collections.<Object[]>singletonList(reason(problem.startsWith("!") ? "json.not_object" : "json.invalid",
-                    problem.startsWith("!") ? problem.substring(1) : "not strict JSON (RFC 8259): " + problem,
-                    preview(line)));
+            String rule = "json.invalid", message = "not strict JSON (RFC 8259): " + problem;
+            if (problem.charAt(0) == TOO_DEEP) {
+                rule = "json.too_deep";
+                message = problem.substring(1);
+            } else if (problem.charAt(0) == NOT_OBJECT) {
+                rule = "json.not_object";
+                message = problem.substring(1);
+            }
+            out[0] = Collections.<Object[]>singletonList(reason(rule, message, preview(line)));
             return out;
         }
-        for (int i = 0; i < names.length; i++) if (out[2 + 3 * i] == null) out[2 + 3 * i] = MISSING;
+        for (int i = 0; i < n; i++) if (out[2 + 3 * i] == null) out[2 + 3 * i] = MISSING;
+        if (walk != null) out[1 + 3 * n] = walk.unexpected;
         return out;
     }
 
@@ -209,8 +461,8 @@ public final class StrictLineParser implements Serializable {
     // ---- the parse and type layers ---------------------------------------------------------
 
     /** Fills the fields of {@code out}; returns null for one JSON object, else what is wrong
-     * (prefixed with '!' when the line is JSON but not an object). */
-    private String parseInto(byte[] b, Object[] out) {
+     * (marked NOT_OBJECT when the line is JSON but not an object, TOO_DEEP when nested too deep). */
+    private String parseInto(byte[] b, Object[] out, Walk walk) {
         if (b.length >= 3 && (b[0] & 0xFF) == 0xEF && (b[1] & 0xFF) == 0xBB && (b[2] & 0xFF) == 0xBF) {
             return "a byte order mark (BOM) starts the line";  // Jackson would skip it silently
         }
@@ -229,24 +481,112 @@ public final class StrictLineParser implements Serializable {
                 rootDone = true;
                 String after = afterRoot(p);
                 if (after != null) return after;
-                return "!a JSON message must be an object, got " + article(found);
+                return NOT_OBJECT + "a JSON message must be an object, got " + article(found);
             }
-            while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
-                Integer at = index.get(p.currentName());
-                t = p.nextToken();
-                if (at == null) {
-                    p.skipChildren();  // an extra field: still parsed, so its syntax is checked
-                    continue;
-                }
-                typeField(p, t, at, b, out);
-            }
+            readMembers(p, root.top, root, out, 1, b, walk);
             rootDone = true;
             return afterRoot(p);
+        } catch (StreamConstraintsException e) {
+            int at = tooDeepAt(b);  // Jackson's other limits (a key's length) are syntax it refuses
+            if (at >= 0) return TOO_DEEP + "nested deeper than " + MAX_DEPTH + " levels at column " + (at + 1);
+            return explain(e, b, rootDone);
         } catch (JsonProcessingException e) {
             return explain(e, b, rootDone);
         } catch (IOException e) {
             return String.valueOf(e.getMessage());
         }
+    }
+
+    /**
+     * Reads the members of an object whose start was read, into the slots of {@code scope} at
+     * {@code out[base + 3 * slot]}: the scope's own level when {@code keys} is its top, else one
+     * of its object nodes.
+     */
+    private void readMembers(JsonParser p, HashMap<String, Node> keys, Scope scope, Object[] out, int base,
+                             byte[] b, Walk walk) throws IOException {
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+            Node node = keys.get(p.currentName());
+            if (node == null) {
+                if (scope.strict) walk.unexpected(p.currentName());
+                p.nextToken();
+                p.skipChildren();  // an extra field: still parsed, so its syntax is checked
+                continue;
+            }
+            JsonToken t = p.nextToken();
+            int v = base + 3 * node.slot;
+            switch (node.type) {
+                case OBJECT:
+                    if (t == JsonToken.START_OBJECT) {
+                        out[v + 1] = OK;
+                        if (walk != null) walk.push(node.key, 0);
+                        readMembers(p, node.children, scope, out, base, b, walk);
+                        if (walk != null) walk.pop();
+                    } else {
+                        notContainer(p, t, node, out, base, b);
+                    }
+                    break;
+                case ARRAY:
+                    if (t == JsonToken.START_ARRAY) {
+                        if (walk != null) walk.push(node.key, 0);
+                        out[v] = readElements(p, node.items, b, walk);
+                        if (walk != null) walk.pop();
+                        out[v + 1] = OK;
+                    } else {
+                        notContainer(p, t, node, out, base, b);
+                    }
+                    break;
+                default:
+                    typeScalar(p, t, node, out, v, v + 1, v + 2, b);
+            }
+        }
+    }
+
+    /** An object or array node that holds something else: null, or a wrong type that leaves the
+     * slots under it unjudged. */
+    private void notContainer(JsonParser p, JsonToken t, Node node, Object[] out, int base, byte[] b)
+            throws IOException {
+        int v = base + 3 * node.slot;
+        Integer under;
+        if (t == JsonToken.VALUE_NULL) {
+            out[v + 1] = NULL;
+            under = NULL;
+        } else {
+            out[v + 1] = WRONG_TYPE + found(t);
+            out[v + 2] = valueText(p, t, b);
+            under = UNJUDGED;
+        }
+        for (int d : node.descendants) out[base + 3 * d + 1] = under;
+    }
+
+    /** An array's elements, its start read: each {@code [status, text, value]} for scalar items,
+     * {@code [status, text, v1, s1, x1, ...]} for an element scope. */
+    private List<Object[]> readElements(JsonParser p, Node items, byte[] b, Walk walk) throws IOException {
+        List<Object[]> elements = new ArrayList<>();
+        Scope scope = items.scope;
+        JsonToken t;
+        while ((t = p.nextToken()) != JsonToken.END_ARRAY) {
+            if (scope == null) {
+                Object[] element = new Object[3];
+                typeScalar(p, t, items, element, 2, 0, 1, b);
+                elements.add(element);
+                continue;
+            }
+            Object[] element = new Object[2 + 3 * scope.slots.length];
+            if (t == JsonToken.START_OBJECT) {
+                element[0] = OK;
+                if (walk != null) walk.push(null, elements.size());
+                readMembers(p, scope.top, scope, element, 2, b, walk);
+                if (walk != null) walk.pop();
+                for (int i = 3; i < element.length; i += 3) if (element[i] == null) element[i] = MISSING;
+            } else if (t == JsonToken.VALUE_NULL) {
+                element[0] = NULL;
+            } else {
+                element[0] = WRONG_TYPE + found(t);
+                element[1] = valueText(p, t, b);
+            }
+            elements.add(element);
+        }
+        return elements;
     }
 
     private static String afterRoot(JsonParser p) throws IOException {
@@ -256,20 +596,21 @@ public final class StrictLineParser implements Serializable {
                 + (p.currentTokenLocation().getColumnNr()) + ")";
     }
 
-    private void typeField(JsonParser p, JsonToken t, int i, byte[] b, Object[] out) throws IOException {
-        int v = 1 + 3 * i;
+    /** Types a scalar at {@code out[v]} (value), {@code out[s]} (status) and {@code out[x]} (text). */
+    private void typeScalar(JsonParser p, JsonToken t, Node node, Object[] out, int v, int s, int x, byte[] b)
+            throws IOException {
         if (t == JsonToken.VALUE_NULL) {
-            out[v + 1] = NULL;
+            out[s] = NULL;
             return;
         }
-        switch (types[i]) {
+        switch (node.type) {
             case STRING:
-                if (t == JsonToken.VALUE_STRING) { out[v] = p.getText(); out[v + 1] = OK; return; }
+                if (t == JsonToken.VALUE_STRING) { out[v] = p.getText(); out[s] = OK; return; }
                 break;
             case BOOLEAN:
                 if (t == JsonToken.VALUE_TRUE || t == JsonToken.VALUE_FALSE) {
                     out[v] = t == JsonToken.VALUE_TRUE;
-                    out[v + 1] = OK;
+                    out[s] = OK;
                     return;
                 }
                 break;
@@ -279,9 +620,34 @@ public final class StrictLineParser implements Serializable {
                     if (digits < LONG_DIGITS || digits == LONG_DIGITS
                             && p.getNumberType() != JsonParser.NumberType.BIG_INTEGER) {
                         out[v] = p.getLongValue();
-                        out[v + 1] = OK;
+                        out[s] = OK;
                     } else {
-                        outOfRange(p, out, v);
+                        outOfRange(p, out, s, x);
+                    }
+                    return;
+                }
+                break;
+            case DECIMAL:
+                if (t == JsonToken.VALUE_NUMBER_INT || t == JsonToken.VALUE_NUMBER_FLOAT) {
+                    BigDecimal d = fitting(p.getText(), node.precision, node.scale);
+                    if (d == null) {
+                        outOfRange(p, out, s, x);
+                    } else {
+                        out[v] = d;
+                        out[s] = OK;
+                    }
+                    return;
+                }
+                break;
+            case DATE:
+                if (t == JsonToken.VALUE_STRING) {
+                    String text = p.getText();
+                    if (isDate(text)) {
+                        out[v] = text;
+                        out[s] = OK;
+                    } else {
+                        out[s] = INVALID;
+                        out[x] = cut(quote(text));
                     }
                     return;
                 }
@@ -289,27 +655,89 @@ public final class StrictLineParser implements Serializable {
             default:  // NUMBER: any JSON number, as the nearest double, unless no double comes near it
                 if (t == JsonToken.VALUE_NUMBER_INT || t == JsonToken.VALUE_NUMBER_FLOAT) {
                     if (t == JsonToken.VALUE_NUMBER_INT && p.getTextLength() > DOUBLE_DIGITS) {
-                        outOfRange(p, out, v);
+                        outOfRange(p, out, s, x);
                         return;
                     }
                     double d = t == JsonToken.VALUE_NUMBER_INT && p.getTextLength() <= 18
                             ? (double) p.getLongValue() : Double.parseDouble(p.getText());
                     if (Double.isInfinite(d) || d == 0.0 && nonZeroDigit(p.getText())) {
-                        outOfRange(p, out, v);  // overflows to infinity, or underflows to zero
+                        outOfRange(p, out, s, x);  // overflows to infinity, or underflows to zero
                     } else {
                         out[v] = d;
-                        out[v + 1] = OK;
+                        out[s] = OK;
                     }
                     return;
                 }
         }
-        out[v + 1] = WRONG_TYPE + found(t);
-        out[v + 2] = valueText(p, t, b);
+        out[s] = WRONG_TYPE + found(t);
+        out[x] = valueText(p, t, b);
     }
 
-    private void outOfRange(JsonParser p, Object[] out, int v) throws IOException {
-        out[v + 1] = OUT_OF_RANGE;
-        out[v + 2] = cut(p.getText());
+    /**
+     * The number as a decimal(precision, scale), at that scale exactly, or null when it needs more
+     * fraction digits than the scale (it is never rounded) or more integer digits than the rest.
+     */
+    static BigDecimal fitting(String literal, int precision, int scale) {
+        BigDecimal d;
+        try {
+            d = new BigDecimal(literal);
+        } catch (NumberFormatException | ArithmeticException e) {
+            return null;  // an exponent beyond what a BigDecimal holds: far beyond any column
+        }
+        BigDecimal stripped = d.stripTrailingZeros();
+        if (stripped.scale() > scale) return null;
+        long integerDigits = Math.max(0L, (long) stripped.precision() - stripped.scale());
+        if (integerDigits > precision - scale) return null;
+        return stripped.setScale(scale);
+    }
+
+    /** A {@code YYYY-MM-DD} text naming a real day of the proleptic Gregorian calendar, years 1 to 9999. */
+    static boolean isDate(String text) {
+        if (text.length() != 10 || text.charAt(4) != '-' || text.charAt(7) != '-') return false;
+        int year = digits(text, 0, 4), month = digits(text, 5, 2), day = digits(text, 8, 2);
+        if (year < 1 || month < 1 || month > 12 || day < 1) return false;
+        int days;
+        if (month == 2) {
+            days = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28;
+        } else {
+            days = month == 4 || month == 6 || month == 9 || month == 11 ? 30 : 31;
+        }
+        return day <= days;
+    }
+
+    private static int digits(String text, int at, int count) {
+        int v = 0;
+        for (int k = at; k < at + count; k++) {
+            char c = text.charAt(k);
+            if (c < '0' || c > '9') return -1;
+            v = 10 * v + (c - '0');
+        }
+        return v;
+    }
+
+    /** The offset of the bracket that opens one level more than Jackson allows (outside strings). */
+    static int tooDeepAt(byte[] b) {
+        int depth = 0;
+        boolean inString = false;
+        for (int i = 0; i < b.length; i++) {
+            byte c = b[i];
+            if (inString) {
+                if (c == '\\') i++;
+                else if (c == '"') inString = false;
+            } else if (c == '"') {
+                inString = true;
+            } else if (c == '{' || c == '[') {
+                if (++depth > MAX_DEPTH) return i;
+            } else if (c == '}' || c == ']') {
+                depth--;
+            }
+        }
+        return -1;
+    }
+
+    private void outOfRange(JsonParser p, Object[] out, int s, int x) throws IOException {
+        out[s] = OUT_OF_RANGE;
+        out[x] = cut(p.getText());
     }
 
     private static boolean nonZeroDigit(String number) {
@@ -380,9 +808,6 @@ public final class StrictLineParser implements Serializable {
         if (original.startsWith("Unexpected end-of-input")) return "truncated: the line ends mid-value" + where;
         if (original.startsWith("Non-standard token")) return "NaN or Infinity" + where + " (not JSON numbers)";
         if (original.contains("Leading zeroes")) return "a number with a leading zero" + where;
-        if (original.contains("Document nesting depth")) {
-            return "nested deeper than " + MAX_DEPTH + " levels" + where;
-        }
         int offset = column - 1;  // byte input: Jackson counts columns in bytes, from 1
         if (offset >= 0 && offset < b.length) {
             byte c = b[offset];

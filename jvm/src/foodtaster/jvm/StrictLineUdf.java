@@ -15,6 +15,10 @@ import java.util.List;
  * <p>The spec (see {@link StrictLineParser}) is a literal argument rather than a constructor
  * argument, so one class with no arguments serves every contract. A literal arrives as the same
  * array on every row: the parser is rebuilt only when the spec's bytes change.
+ *
+ * <p>The struct is the parser's output as a row: {@code reasons}, a value, status and text per
+ * root slot, then {@code _unexpected}; the reasons and every array's elements are rows too, an
+ * element's own arrays included.
  */
 public final class StrictLineUdf implements UDF2<byte[], byte[], Row> {
     private static final long serialVersionUID = 1L;
@@ -32,15 +36,20 @@ public final class StrictLineUdf implements UDF2<byte[], byte[], Row> {
         }
         if (line == null) return null;
         Object[] out = parser.parse(line);
-        if (out[0] != null) out[0] = reasons(out[0]);
+        if (out[0] != null) out[0] = rows(out[0]);
+        for (int v : parser.rootArrays()) if (out[v] != null) out[v] = rows(out[v]);
         return RowFactory.create(out);
     }
 
+    /** A list of records (reasons, or an array's elements) as rows, the lists inside them too. */
     @SuppressWarnings("unchecked")
-    private static List<Row> reasons(Object problems) {
-        List<Object[]> list = (List<Object[]>) problems;
+    private static List<Row> rows(Object records) {
+        List<Object[]> list = (List<Object[]>) records;
         List<Row> rows = new ArrayList<>(list.size());
-        for (Object[] reason : list) rows.add(RowFactory.create(reason));
+        for (Object[] record : list) {
+            for (int k = 0; k < record.length; k++) if (record[k] instanceof List) record[k] = rows(record[k]);
+            rows.add(RowFactory.create(record));
+        }
         return rows;
     }
 }
