@@ -26,7 +26,7 @@ def parser(spark):
 def run(parser, line: bytes) -> tuple[list[tuple[str, str, str]] | None, dict[str, tuple]]:
     """(the line's reasons as (layer, rule, message), {field: (value, status, text)})."""
     out = list(parser.parse(bytearray(line)))
-    assert len(out) == 1 + 3 * 4 + 1 and out[-1] is None  # no scope is strict: no key is unexpected
+    assert len(out) == 1 + 3 * 4 + 2 and out[-2] is None  # no scope is strict: no key is unexpected
     problems = None if out[0] is None else [(p[0], p[1], p[3]) for p in out[0]]
     fields = {name: tuple(out[1 + 3 * k: 4 + 3 * k]) for k, name in enumerate("snib")}
     return problems, fields

@@ -23,6 +23,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from foodtaster.engine.layers import UNKNOWN_TYPE
 from foodtaster.engine.reasons import REASONS
 
 OK, MISSING, NULL, OUT_OF_RANGE, INVALID, UNJUDGED, WRONG = 0, 1, 2, 3, 4, 5, 10
@@ -101,9 +102,9 @@ def run(parser, line: bytes | dict,
     if isinstance(line, dict):
         line = json.dumps(line).encode()
     out = plain(parser.parse(bytearray(line)))
-    assert len(out) == 1 + 3 * len(names) + 1
+    assert len(out) == 1 + 3 * len(names) + 2
     problems = None if out[0] is None else [(p[0], p[1], p[3]) for p in out[0]]
-    return problems, triples(out, names, 1), out[-1]
+    return problems, triples(out, names, 1), out[-2]
 
 
 def element(values: list, names: list[str]) -> tuple[int, str | None, dict[str, tuple]]:
@@ -351,6 +352,22 @@ def test_an_element_scope_alone_strict(spark):
     assert slots["items"][0] == [[OK, None, 1, OK, None], [OK, None, None, MISSING, None]]
 
 
+def test_a_keeping_scope_keeps_each_unknown_key_with_its_json_text_and_filter_drops_it(spark):
+    """pandera's Config.strict: False keeps what the contract does not name, "filter" drops it."""
+    items = {"type": "object", "strict": False, "fields": [slot("a", "integer")]}
+    fields = [slot("m", "object"), slot("m.k", "string"), slot("items", "array", items=items)]
+    line = b'{"x": {"deep": [1, {"b": null}]}, "m": {"k": "v", "j": "t\\"q"}, "items": [{"a": 1, "b": 2.50}]}'
+    names = ["m", "m.k", "items"]
+    kept = plain(spark._jvm.foodtaster.jvm.StrictLineParser(spec(fields)).parse(bytearray(line)))
+    assert kept[-2] is None
+    assert kept[-1] == [["x", '{"deep": [1, {"b": null}]}'], ["m.j", '"t\\"q"'], ["items[0].b", "2.50"]]
+    filtered = {**json.loads(spec(fields)), "strict": "filter",
+                "fields": [*fields[:2], slot("items", "array", items={**items, "strict": "filter"})]}
+    dropped = plain(spark._jvm.foodtaster.jvm.StrictLineParser(json.dumps(filtered)).parse(bytearray(line)))
+    assert dropped[-1] is None and dropped[-2] is None
+    assert triples(dropped, names, 1) == triples(kept, names, 1)
+
+
 def test_a_key_longer_than_jackson_reads_is_invalid_json_not_too_deep(parser):
     problems, _, _ = run(parser, b'{"' + b"k" * 60_000 + b'": 1}')
     assert [rule for _, rule, _ in problems] == ["json.invalid"] and "Name length" in problems[0][2]
@@ -407,6 +424,7 @@ def test_the_udf_returns_the_nested_verdict_as_a_row(spark):
         *columns("meta.ok", BooleanType()),
         *columns("lines", ArrayType(line)), *columns("scores", ArrayType(score)),
         StructField("_unexpected", ArrayType(StringType())),
+        StructField("_unknown", UNKNOWN_TYPE),
     ])
     spark.udf.registerJavaFunction("test_strict_line_nested", "foodtaster.jvm.StrictLineUdf", returns)
     messages = [

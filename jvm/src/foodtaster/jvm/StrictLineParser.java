@@ -32,19 +32,22 @@ import java.util.Map;
  * boolean, date, decimal (with {@code precision} and {@code scale}), object (every object ancestor
  * of a slot is a slot itself, listed before it) or array (with {@code items}: a scalar
  * {@code {"type": T}} or an element scope {@code {"type": "object", "strict": b, "fields": [...]}}).
- * A strict scope reports each key it does not name, at its own level or inside its objects.
+ * A scope's {@code strict} is pandera's Config.strict for the keys it does not name, at its own
+ * level or inside its objects: true reports each, false keeps each with its JSON text, "filter"
+ * drops them.
  *
- * <p>{@link #parse} returns {@code [problems, v1, s1, x1, v2, s2, x2, ..., unexpected]}:
+ * <p>{@link #parse} returns {@code [problems, v1, s1, x1, v2, s2, x2, ..., unexpected, unknown]}:
  * {@code problems} is null for a line that is one JSON object, else a list of {@code [layer,
  * rule, column, message, value]} (the reason record); per root slot its typed value (null unless
  * ok), its status (see the constants) and, where the status is a wrong type, out of range or
  * invalid, the value's JSON text; {@code unexpected} is null or the full paths of the keys strict
- * scopes did not name ({@code data.lines[2].colour}), in document order. An array's value is a
+ * scopes did not name ({@code data.lines[2].colour}), in document order; {@code unknown} null or
+ * the {@code [path, json]} of each key a keeping scope did not name. An array's value is a
  * list of elements: {@code [status, text, v1, s1, x1, ...]} for an element scope,
  * {@code [status, text, value]} for scalar items.
  */
 public final class StrictLineParser implements Serializable {
-    private static final long serialVersionUID = 2L;
+    private static final long serialVersionUID = 3L;
 
     public static final int OK = 0, MISSING = 1, NULL = 2, OUT_OF_RANGE = 3, INVALID = 4, UNJUDGED = 5;
     /** A wrong JSON type: WRONG_TYPE + the type found (one of FOUND). */
@@ -97,12 +100,14 @@ public final class StrictLineParser implements Serializable {
     /** The message, or an array's element: the slots read from one object. */
     private static final class Scope implements Serializable {
         private static final long serialVersionUID = 1L;
-        final boolean strict;
+        final boolean strict;  // an unknown key is unexpected (pandera's Config.strict = True)
+        final boolean keep;  // an unknown key is kept with its JSON text (Config.strict = False)
         final Node[] slots;
         final HashMap<String, Node> top;  // the slots at the scope's own level, by key
 
-        Scope(boolean strict, Node[] slots, HashMap<String, Node> top) {
+        Scope(boolean strict, boolean keep, Node[] slots, HashMap<String, Node> top) {
             this.strict = strict;
+            this.keep = keep;
             this.slots = slots;
             this.top = top;
         }
@@ -110,13 +115,15 @@ public final class StrictLineParser implements Serializable {
 
     /**
      * One line's state beyond its output: the keys and indices from the message down to where the
-     * walk is, kept only when some scope is strict, and the unexpected keys' paths found so far.
+     * walk is, kept only when some scope is strict or keeps unknown keys; the unexpected keys'
+     * paths found so far, and the kept ones' paths with their JSON text.
      */
     private static final class Walk {
         String[] keys = new String[8];  // null where the step is an array index
         int[] indices = new int[8];
         int depth;
         List<String> unexpected;
+        List<Object[]> unknown;
 
         void push(String key, int index) {
             if (depth == keys.length) {
@@ -132,6 +139,16 @@ public final class StrictLineParser implements Serializable {
         }
 
         void unexpected(String key) {
+            if (unexpected == null) unexpected = new ArrayList<>(2);
+            unexpected.add(path(key));
+        }
+
+        void keep(String key, String json) {
+            if (unknown == null) unknown = new ArrayList<>(2);
+            unknown.add(new Object[]{path(key), json});
+        }
+
+        private String path(String key) {
             StringBuilder path = new StringBuilder();
             for (int k = 0; k < depth; k++) {
                 if (keys[k] == null) {
@@ -143,13 +160,12 @@ public final class StrictLineParser implements Serializable {
             }
             if (depth > 0) path.append('.');
             path.append(key);
-            if (unexpected == null) unexpected = new ArrayList<>(2);
-            unexpected.add(path.toString());
+            return path.toString();
         }
     }
 
     private final Scope root;
-    private final boolean anyStrict;
+    private final boolean anyPaths;  // some scope reports or keeps unknown keys, by their paths
     private final int[] rootArrays;  // the output places of the root's array values
     private final int maxBytes;
     private final int valueChars;
@@ -164,7 +180,7 @@ public final class StrictLineParser implements Serializable {
         this.valueChars = (Integer) valueChars;
         boolean[] strictSeen = {false};
         root = scope(top, "the spec", strictSeen);
-        anyStrict = strictSeen[0];
+        anyPaths = strictSeen[0];
         int arrays = 0;
         for (Node n : root.slots) if (n.type == ARRAY) arrays++;
         rootArrays = new int[arrays];
@@ -223,18 +239,20 @@ public final class StrictLineParser implements Serializable {
         return map;
     }
 
-    private static boolean strict(Map<String, Object> scope, String where) {
+    /** A scope's `strict`, as pandera's Config.strict: true, false (unknown keys kept) or "filter". */
+    private static Object strict(Map<String, Object> scope, String where) {
         Object strict = scope.get("strict");
-        if (strict != null && !(strict instanceof Boolean)) {
-            throw new IllegalArgumentException("strict of " + where + " must be true or false: " + strict);
+        if (strict != null && !(strict instanceof Boolean) && !"filter".equals(strict)) {
+            throw new IllegalArgumentException("strict of " + where + " must be true, false or \"filter\": " + strict);
         }
-        return Boolean.TRUE.equals(strict);
+        return strict == null ? Boolean.FALSE : strict;
     }
 
     /** A scope from its spec object: its fields, each object's children and descendants. */
     private static Scope scope(Map<String, Object> spec, String where, boolean[] strictSeen) {
-        boolean strict = strict(spec, where);
-        strictSeen[0] |= strict;
+        Object mode = strict(spec, where);
+        boolean strict = Boolean.TRUE.equals(mode), keep = Boolean.FALSE.equals(mode);
+        strictSeen[0] |= strict || keep;
         Object fields = spec.get("fields");
         if (!(fields instanceof List)) throw new IllegalArgumentException("fields of " + where + " must be a list");
         List<?> list = (List<?>) fields;
@@ -267,7 +285,7 @@ public final class StrictLineParser implements Serializable {
             }
             slots[i] = node;
         }
-        return new Scope(strict, slots, top);
+        return new Scope(strict, keep, slots, top);
     }
 
     private static List<String> path(Object value, String where) {
@@ -337,6 +355,11 @@ public final class StrictLineParser implements Serializable {
         return root.slots.length;
     }
 
+    /** The output place of the unknown keys kept, for StrictLineUdf. */
+    int unknownPlace() {
+        return 2 + 3 * root.slots.length;
+    }
+
     /** The output places ({@code 1 + 3 * slot}) of the root's array values, for StrictLineUdf. */
     int[] rootArrays() {
         return rootArrays;
@@ -345,13 +368,13 @@ public final class StrictLineParser implements Serializable {
     /** The line's verdict; see the class comment for its shape. */
     public Object[] parse(byte[] line) {
         int n = root.slots.length;
-        Object[] out = new Object[2 + 3 * n];
+        Object[] out = new Object[3 + 3 * n];
         List<Object[]> problems = bytesProblems(line);
         if (problems != null) {
             out[0] = problems;
             return out;
         }
-        Walk walk = anyStrict ? new Walk() : null;
+        Walk walk = anyPaths ? new Walk() : null;
         String problem = parseInto(line, out, walk);
         if (problem != null) {
             out = new Object[out.length];  // no field of a line that is not a message is kept
@@ -367,7 +390,10 @@ public final class StrictLineParser implements Serializable {
             return out;
         }
         for (int i = 0; i < n; i++) if (out[2 + 3 * i] == null) out[2 + 3 * i] = MISSING;
-        if (walk != null) out[1 + 3 * n] = walk.unexpected;
+        if (walk != null) {
+            out[1 + 3 * n] = walk.unexpected;
+            out[2 + 3 * n] = walk.unknown;
+        }
         return out;
     }
 
@@ -507,9 +533,14 @@ public final class StrictLineParser implements Serializable {
         while (p.nextToken() == JsonToken.FIELD_NAME) {
             Node node = keys.get(p.currentName());
             if (node == null) {
-                if (scope.strict) walk.unexpected(p.currentName());
-                p.nextToken();
-                p.skipChildren();  // an extra field: still parsed, so its syntax is checked
+                String key = p.currentName();
+                JsonToken t = p.nextToken();
+                if (scope.keep) {
+                    walk.keep(key, jsonText(p, t, b));
+                } else {
+                    if (scope.strict) walk.unexpected(key);
+                    p.skipChildren();  // an extra field: still parsed, so its syntax is checked
+                }
                 continue;
             }
             JsonToken t = p.nextToken();
@@ -539,6 +570,18 @@ public final class StrictLineParser implements Serializable {
                     typeScalar(p, t, node, out, v, v + 1, v + 2, b);
             }
         }
+    }
+
+    /** A value's whole JSON text: an object or array as written on the line, a scalar re-written. */
+    private static String jsonText(JsonParser p, JsonToken t, byte[] b) throws IOException {
+        if (t == JsonToken.START_OBJECT || t == JsonToken.START_ARRAY) {
+            int start = (int) p.currentTokenLocation().getByteOffset();
+            p.skipChildren();
+            int end = (int) p.currentLocation().getByteOffset();
+            return new String(b, start, end - start, StandardCharsets.UTF_8);
+        }
+        if (t == JsonToken.VALUE_STRING) return quote(p.getText());
+        return p.getText();
     }
 
     /** An object or array node that holds something else: null, or a wrong type that leaves the

@@ -17,8 +17,8 @@ import java.util.List;
  * array on every row: the parser is rebuilt only when the spec's bytes change.
  *
  * <p>The struct is the parser's output as a row: {@code reasons}, a value, status and text per
- * root slot, then {@code _unexpected}; the reasons and every array's elements are rows too, an
- * element's own arrays included.
+ * root slot, then {@code _unexpected} and {@code _unknown}; the reasons, the unknown keys and every
+ * array's elements are rows too, an element's own arrays included.
  */
 public final class StrictLineUdf implements UDF2<byte[], byte[], Row> {
     private static final long serialVersionUID = 1L;
@@ -38,6 +38,8 @@ public final class StrictLineUdf implements UDF2<byte[], byte[], Row> {
         Object[] out = parser.parse(line);
         if (out[0] != null) out[0] = rows(out[0]);
         for (int v : parser.rootArrays()) if (out[v] != null) out[v] = rows(out[v]);
+        int unknown = parser.unknownPlace();
+        if (out[unknown] != null) out[unknown] = rows(out[unknown]);
         return RowFactory.create(out);
     }
 
