@@ -305,9 +305,9 @@ def _data_missing(rec: dict, _variant: int, _rng: random.Random, dump: Callable)
 
 
 def _data_null(rec: dict, _variant: int, _rng: random.Random, dump: Callable) -> tuple[str, Reasons]:
-    rec["data"] = None
-    return dump(rec), frozenset(
-        _reason(path, "not_nullable") for path in _DATA_REQUIRED if path not in _DATA_NULLABLE)
+    rec["data"] = None  # every field under it is null: optional ones too, so `data.tags` is a reason
+    under = (*_DATA_REQUIRED, "data.tags")
+    return dump(rec), frozenset(_reason(path, "not_nullable") for path in under if path not in _DATA_NULLABLE)
 
 
 def _data_not_object(rec: dict, variant: int, _rng: random.Random, dump: Callable) -> tuple[str, Reasons]:
