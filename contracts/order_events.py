@@ -68,4 +68,4 @@ class OrderEvents(pa.DataFrameModel):
     delivery_date: Series[pa.Date] = pa.Field(alias="data.delivery_date", nullable=True)
 
     class Config:
-        strict = False  # fields the contract does not name are kept (valid/ `_message`)
+        strict = False  # fields the contract does not name are kept (valid/ `_unknown`)
