@@ -28,6 +28,7 @@ from typing import Any
 
 from foodtaster.registry import PROJECT_ROOT, lake_root
 from foodtaster.state.lake import Lake, exists, read_json
+from foodtaster_dev.demo_nested import nested_demo
 from foodtaster_dev.localenv import ADMIN_USER, LocalAirflow, postgres_database
 
 AIRFLOW_HOME = PROJECT_ROOT / ".airflow"
@@ -213,6 +214,7 @@ def demo() -> int:
         if date == DEMO_BATCHES[0][0]:
             list_resent(lake, resent)
     failed += stream_demo(af, lake, logs)
+    failed += nested_demo(af, lake, logs)
     failed += redrive_demo(af, lake, logs)
     print(f"\nDone in {time.perf_counter() - started:.0f}s. The UI: make airflow")
     return 1 if failed else 0
