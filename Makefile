@@ -89,8 +89,10 @@ integration: $(STAMP) $(JAR) $(CDS) compose-tools
 e2e: $(STAMP) $(JAR) $(CDS) browser-tools
 	$(BIN)/python -m pytest -n 2 --dist loadfile tests/e2e
 
+# bench/README.md: the options, e.g. a smoke run: make bench BENCH_ARGS="--messages 20000 --repeat 1 --skip-naive"
+BENCH_ARGS ?=
 bench: $(STAMP) $(JAR)
-	$(BIN)/python bench/bench_validate.py
+	$(BIN)/python bench/bench_validate.py $(BENCH_ARGS)
 
 clean:
 	rm -rf data/ .airflow/ spark-warehouse/
