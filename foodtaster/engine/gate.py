@@ -65,6 +65,21 @@ def suite_columns(document: dict[str, Any]) -> list[str] | None:
     return list(dict.fromkeys(columns))
 
 
+def suite_frame(rows: DataFrame, columns: list[str]) -> DataFrame:
+    """The columns a suite reads, each a top-level column named by its path (`data.total`).
+
+    A nested dataset's suite names a field under an object by its path. GX 1.24 checks that a
+    column exists against the frame's column names, and Spark's `approxQuantile` (the median)
+    selects the column before reading it back by name, so a struct field reached through its
+    parent is not found by either. A top-level column whose name is the dotted path is: GX
+    lists it as `` `data.total` `` and hands its metrics the backticked name, and the results and
+    Data Docs keep the suite's own spelling. `F.col(path)` reads the path through the structs.
+    """
+    from pyspark.sql import functions as F
+
+    return rows.select(*[F.col(column).alias(column) for column in columns])
+
+
 def _error(info: dict[str, Any] | None) -> str | None:
     """GX's message when an expectation could not be computed (it then only says "failed")."""
     infos = [info or {}, *[v for v in (info or {}).values() if isinstance(v, dict)]]
@@ -100,6 +115,7 @@ def _register_expectations() -> None:
     from great_expectations.expectations.core.expect_column_quantile_values_to_be_between import (
         ExpectColumnQuantileValuesToBeBetween,
     )
+    from great_expectations.validator.metric_configuration import MetricConfiguration
 
     class ExpectColumnQuantileValuesToBeBetweenWithinError(ExpectColumnQuantileValuesToBeBetween):
         # The widened field is the point (GX's `bool | str` loses the number); mypy sees only
@@ -108,6 +124,24 @@ def _register_expectations() -> None:
             default=False,
             description="Spark's approxQuantile relative error: a number between 0 and 1, or False (exact).",
         )
+
+        def get_validation_dependencies(self, execution_engine=None, runtime_configuration=None):  # noqa: ANN001, ANN202
+            # GX's quantile metric hands the suite's column name to `approxQuantile` as it is, and
+            # Spark reads a dot in it as a struct field: a path column (`suite_frame`) is named
+            # in backticks for that metric alone, which GX's column lookup accepts as the name.
+            dependencies = super().get_validation_dependencies(execution_engine, runtime_configuration)
+            metric = dependencies.get_metric_configuration("column.quantile_values")
+            column = metric.metric_domain_kwargs.get("column") if metric else None
+            if column and "." in column and not column.startswith("`"):
+                dependencies.set_metric_configuration(
+                    "column.quantile_values",
+                    MetricConfiguration(
+                        metric_name=metric.metric_name,
+                        metric_domain_kwargs={**metric.metric_domain_kwargs, "column": f"`{column}`"},
+                        metric_value_kwargs=metric.metric_value_kwargs,
+                    ),
+                )
+            return dependencies
 
         def _validate(self, metrics, runtime_configuration=None, execution_engine=None):  # noqa: ANN001, ANN202
             outcome = super()._validate(metrics, runtime_configuration, execution_engine)
@@ -164,7 +198,7 @@ def run_gate(
     document = load_suite(suite_path)
     columns = suite_columns(document)
     if columns is not None:
-        valid_rows = valid_rows.select(*columns)
+        valid_rows = suite_frame(valid_rows, columns)
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = {"globally": False}
     docs_dir = tempfile.mkdtemp(prefix="foodtaster-docs-")

@@ -11,6 +11,9 @@ at start) hold this batch's messages the same way, until they are released.
 by group, and the open groups, a small broadcast table) and holds the rows after it.
 A message whose `order_by` cannot be read is held when its group is: there is no
 telling whether it comes after the poison.
+
+A poison message is named by the contract's unique key (orders: `message_id`, order_events:
+`id`); the groups log keeps that value as the poison's `message_id`.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def open_frame(spark: SparkSession, poison: list[Poison]) -> DataFrame | None:
 
 def _name(message_id: Column, batch_id: Column) -> Column:
     """How a reason names a poison message: "message <id> of batch <batch>"."""
-    unreadable = F.lit("(no readable message_id)")
+    unreadable = F.lit("(no readable id)")
     return F.concat(F.lit("message "), F.coalesce(message_id.cast("string"), unreadable),
                     F.lit(" of batch "), batch_id)
 
@@ -65,18 +68,18 @@ def poisoned_groups(failed: DataFrame, opened: DataFrame | None) -> DataFrame:
 
 
 def mark_held(rows: DataFrame, opened: DataFrame | None, group_by: str, order_by: str,
-              batch_id: str) -> DataFrame:
+              batch_id: str, *, key: str = "message_id") -> DataFrame:
     """Add `HELD` and fail the rows it holds: a row that passed everything else, in a group
     with a poison message, not before the group's earliest poison. A failed row keeps its own
     reasons.
 
     The poison messages are the failed rows of `rows` (flagged: `_failed`, the typed
-    `group_by`, `order_by`, `message_id`) and the open groups' (`open_frame`). `rows` must hold
+    `group_by`, `order_by` and unique `key`) and the open groups' (`open_frame`). `rows` must hold
     every row of each group that may be held (the job gives its suspects: every failed row and
     every row of a failed or open group), as the earliest poison is found over a window by group.
     """
     group = F.col(group_by).cast("string")
-    name = _name(F.col("message_id"), F.lit(batch_id))
+    name = _name(F.col(key), F.lit(batch_id))
     # Earliest first; a poison whose order is unknown comes first (nulls sort low): it holds all.
     poison = F.when(F.col("_failed") & group.isNotNull(),
                     F.struct(F.col(order_by).alias("order"), name.alias("poison")))
@@ -101,17 +104,17 @@ def group_check(group_by: str) -> Check:
                  value=F.col(group_by))
 
 
-def poison_rows(quarantine: DataFrame, group_by: str, order_by: str) -> DataFrame:
+def poison_rows(quarantine: DataFrame, group_by: str, order_by: str, *, key: str = "message_id") -> DataFrame:
     """The written quarantine rows that hold their group, as `mark_held` found them in the pass:
     a group key, not held themselves, and not only a conflicting duplicate (decided after the
     hold, from the batch's other copies, not from the message). Columns: `group`, `order`
-    (ISO text), `message_id`, lineage."""
+    (ISO text), `message_id` (the unique `key`'s value), lineage."""
     only_conflict = F.forall("reasons", lambda r: r["rule"].endswith(".conflicting_duplicate"))
     return quarantine.where(
         F.col(group_by).isNotNull() & ~F.array_contains(F.col("reasons.rule"), RULE) & ~only_conflict
     ).select(
         F.col(group_by).cast("string").alias("group"),
         F.date_format(F.col(order_by), "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX").alias("order"),
-        F.col("message_id").cast("string").alias("message_id"),
+        F.col(key).cast("string").alias("message_id"),
         "_batch_id", "_source_file", "_line_number",
     )

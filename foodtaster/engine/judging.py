@@ -173,9 +173,11 @@ def _unknown(contract: rules.Contract) -> list[Column]:
 def quarantine_rows(quarantined: DataFrame, contract: rules.Contract, max_message_bytes: int,
                     extra: Sequence[Check] = ()) -> DataFrame:
     """Quarantined rows (`with_outcome(rows, QUARANTINED)`) as written: `_raw`, `reasons`,
-    the fields that could be parsed, and lineage."""
+    the fields that could be parsed, the fields the contract does not name where it keeps
+    them (`_unknown`, as in valid: a row published later from the quarantine, such as a
+    message held for its conversation, keeps them), and lineage."""
     return with_reasons(quarantined, contract, max_message_bytes, extra).select(
-        "_raw", "reasons", *_typed_fields(contract), *LINEAGE
+        "_raw", "reasons", *_typed_fields(contract), *_unknown(contract), *LINEAGE
     )
 
 

@@ -3,11 +3,12 @@ publish those that now pass, under their original date and lineage.
 
 After a fix (the producer corrected, the contract relaxed, a poison entry removed), an
 operator picks quarantined rows of one dataset by date range and optionally by rule,
-batch or message id. Each row's `_raw` bytes go through the same pure judging functions
+batch or message id (the value of the contract's unique key: orders' `message_id`,
+order_events' `id`). Each row's `_raw` bytes go through the same pure judging functions
 as a batch (`judging.flag_lines`, `judging.decide_outcomes`), so a redriven
 row is judged exactly as a new one would be today. Then:
 
-- rows that pass, and whose `message_id` is published (or staged) nowhere in
+- rows that pass, and whose unique key is published (or staged) nowhere in
   `valid/<dataset>/`, are written to
   `valid/<dataset>/batch_date=<original date>/batch_id=redrive-<id>/`, each date's
   partition swapped in whole (`lake.swap_in`), with their original lineage;
@@ -121,10 +122,12 @@ def quarantine_partitions(lake: Lake, dataset: str, selection: Selection) -> lis
 
 def select_quarantined(spark: SparkSession, lake: Lake, dataset: str, selection: Selection,
                        state: dispo.DispositionState | None = None,
-                       parts: list[Partition] | None = None) -> DataFrame | None:
+                       parts: list[Partition] | None = None, key: str | None = "message_id",
+                       ) -> DataFrame | None:
     """The quarantined rows `selection` names that are still in quarantine (not redriven,
     duplicate or purged), with `batch_date` and `_old_rules` (their rules when quarantined).
-    None when no quarantine partition is in the range."""
+    None when no quarantine partition is in the range. `key` is the contract's unique key,
+    the column `selection.message_id` is a value of."""
     parts = quarantine_partitions(lake, dataset, selection) if parts is None else parts
     if not parts:
         return None
@@ -138,10 +141,10 @@ def select_quarantined(spark: SparkSession, lake: Lake, dataset: str, selection:
     if rule := selection.rule:
         rows = rows.where(F.exists("reasons", lambda r: r["rule"] == rule))
     if selection.message_id:
-        contract_key = "message_id" if "message_id" in rows.columns else None
-        if contract_key is None:
-            raise ValueError(f"{dataset}: --message-id needs a message_id column in the quarantine")
-        rows = rows.where(F.col(contract_key) == selection.message_id)
+        if key is None or key not in rows.columns:
+            raise ValueError(f"{dataset}: --message-id needs the contract's unique key"
+                             + (f" ({key}) in the quarantine" if key else ", and the contract has none"))
+        rows = rows.where(F.col(key) == selection.message_id)
     rows = rows.select("_raw", *LINEAGE_KEY, "_ingested_at", "batch_date",
                        F.array_distinct(F.col("reasons.rule")).alias("_old_rules"))
     state = state if state is not None else dispo.Dispositions(lake, dataset).state()
@@ -258,11 +261,12 @@ def run_redrive(spark: SparkSession, run: RedriveRun) -> dict[str, Any]:
         entries = PoisonList(lake, dataset).entries()
         poison = listed.poison_frame(spark, entries) if entries else None
         disposition_log = dispo.Dispositions(lake, dataset)
-        candidates = select_quarantined(spark, lake, dataset, run.selection, disposition_log.state(), parts)
+        key = unique_key(contract)
+        candidates = select_quarantined(spark, lake, dataset, run.selection, disposition_log.state(), parts,
+                                        key=key)
         report = _report(run)
         if candidates is None:
             return _finish(run, report, started)
-        key = unique_key(contract)
         keyed = [(ref, reference_checks.reference_keys(spark, lake, ref))
                  for ref in contract_references.read_references(config.load_contract())]
         judged = rejudge(candidates, contract, poison, config.max_message_bytes, keyed, Budget.of(config))

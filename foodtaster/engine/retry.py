@@ -82,10 +82,18 @@ def publish_later(spark: SparkSession, lake: Lake, config: DatasetConfig, rows: 
     (`redrive.publish_redriven`: `valid/<dataset>/batch_date=<their date>/batch_id=<redrive_id>/`,
     counted, one swap a date), in `order` within each date when given; returns date -> path."""
     from foodtaster.engine.judging import valid_rows
+    from foodtaster.engine.layers import UNKNOWN, UNKNOWN_TYPE
     from foodtaster.engine.redrive import publish_redriven
 
+    contract = _contract(config)
     dated = rows.drop("batch_date").withColumnRenamed("_batch_date", "batch_date")
-    part = valid_rows(dated, _contract(config), "batch_date")
+    if contract.keeps_unknown:
+        # The quarantine keeps the unknown fields as valid does, a map; `valid_rows` builds that
+        # map from the parser's entries. A partition written before the quarantine kept them
+        # has none to give.
+        entries = F.map_entries(UNKNOWN) if UNKNOWN in dated.columns else F.lit(None)
+        dated = dated.withColumn(UNKNOWN, entries.cast(UNKNOWN_TYPE))
+    part = valid_rows(dated, contract, "batch_date")
     if order:
         part = part.repartition(1).sortWithinPartitions("batch_date", *order)
     return publish_redriven(spark, lake, config.name, part, redrive_id)

@@ -31,6 +31,7 @@ class Extras:
     config: DatasetConfig
     keyed: list[tuple[contract_references.Reference, DataFrame | None]]
     opened: list[Poison]  # the open groups' poison messages, as read at start
+    key: str | None = None  # the contract's unique key: it names a poison message (a conversation's)
     unchecked: list[str] = field(default_factory=list)  # references not checked (nothing published)
     poison: list[Poison] = field(default_factory=list)
     retrying: list[tuple[str, str]] = field(default_factory=list)  # (lineage key, next attempt), for the log
@@ -58,7 +59,8 @@ class Extras:
         if conversation is None:
             return suspects
         others = self._others(suspects.sparkSession, batch_id)
-        return group_hold.mark_held(suspects, others, conversation.group_by, conversation.order_by, batch_id)
+        return group_hold.mark_held(suspects, others, conversation.group_by, conversation.order_by, batch_id,
+                                    key=self._key())
 
     def group_hash(self) -> Column | None:
         """A row's group hash (`group_hold.group_hash`), or None without `group_by`."""
@@ -71,6 +73,10 @@ class Extras:
         batch, its failed rows' (`failed_groups`: `group_hold.GROUP_HASH`) and the open groups'."""
         others = self._others(failed_groups.sparkSession, batch_id)
         return row_hash, group_hold.poisoned_groups(failed_groups, others)
+
+    def _key(self) -> str:
+        assert self.key is not None, "prepare checks that a conversation's contract has a unique key"
+        return self.key
 
     def _others(self, spark: SparkSession, batch_id: str) -> DataFrame | None:
         """The open groups' poison from other batches: a rerun judges the batch's own messages
@@ -108,7 +114,7 @@ class Extras:
                 Poison(lineage_key(r["_batch_id"], r["_source_file"], r["_line_number"]), r["group"],
                        r["order"], r["message_id"], batch_id)
                 for r in group_hold.poison_rows(quarantine, conversation.group_by,
-                                                conversation.order_by).collect()
+                                                conversation.order_by, key=self._key()).collect()
             ]
         if self.unchecked:
             counts["references_unchecked"] = self.unchecked
@@ -151,13 +157,18 @@ def prepare(spark: SparkSession, lake: Lake, config: DatasetConfig, log: BatchLo
                       why=f"{ref.dataset} has published nothing yet")
         keyed.append((ref, keys))
     opened: list[Poison] = []
+    key = None
     conversation = config.conversation
     if conversation is not None:
-        fields = set(config.load_contract().to_schema().columns)
-        missing = [name for name in (conversation.group_by, conversation.order_by) if name not in fields]
-        if missing or "message_id" not in fields:
+        # A nested field is a column named by its path (`data.order_id`), as group_by names it.
+        columns = config.load_contract().to_schema().columns
+        missing = [name for name in (conversation.group_by, conversation.order_by) if name not in columns]
+        unique = [name for name, column in columns.items() if column.unique]
+        if missing or len(unique) != 1:
             raise RegistryError(
                 f"{config.name}: group_by/order_by {missing} are not fields of {config.contract}"
-                if missing else f"{config.name}: a conversation needs a message_id field to name its poison")
+                if missing else f"{config.name}: a conversation needs one unique field (its message id) "
+                                f"to name its poison, {config.contract} has {unique or 'none'}")
+        key = unique[0]
         opened = GroupLog(lake, config.name).open_poison()
-    return Extras(config, keyed, opened, unchecked)
+    return Extras(config, keyed, opened, key=key, unchecked=unchecked)

@@ -46,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rule", type=_optional(), default=None,
                         help="only rows quarantined with a reason of this rule (e.g. currency.isin)")
     parser.add_argument("--batch", type=_optional(check_batch_id), default=None, help="only this batch")
-    parser.add_argument("--message-id", type=_optional(), default=None, help="only this message id")
+    parser.add_argument("--message-id", type=_optional(), default=None,
+                        help="only the messages with this value of the contract's unique key")
     parser.add_argument("--dry-run", nargs="?", const=True, default=False, type=_flag,
                         help="judge and count by rule; move nothing")
     parser.add_argument("--redrive-id", type=_optional(run_id_from), default=None,

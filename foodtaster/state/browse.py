@@ -111,6 +111,31 @@ def read_table(part: Partition, columns: list[str] | None = None) -> pa.Table:
     return pa.concat_tables(tables, promote_options="default")
 
 
+def column_names(part: Partition) -> list[str]:
+    """A partition's top-level columns, from a file's footer (a quarantine partition of
+    unreadable files alone has no contract columns)."""
+    files = _data_files(part.uri)
+    if not files:
+        return []
+    fs, path = _arrow_file(files[0])
+    return pq.read_schema(path, filesystem=fs).names
+
+
+def column_at(table: pa.Table, path: str) -> pa.ChunkedArray:
+    """The values of a field named by its path, read with the path's first name: a nested
+    field (`data.order_id`, group_by of a nested dataset) through the structs on its way.
+
+    (pyarrow reads a column `data.order_id` as one named `order_id`: the path's first name
+    is read instead, the rest followed here.)"""
+    if path in table.column_names:
+        return table.column(path)
+    root, *rest = path.split(".")
+    column = table.column(root)
+    for name in rest:
+        column = pc.struct_field(column, name)
+    return column
+
+
 def with_reason(reasons: pa.Array | pa.ChunkedArray, matched: Callable[[pa.Array], pa.Array]) -> pa.Array:
     """Per row of a `reasons` column, whether one of its reasons' rules is `matched`
     (`matched` maps the array of every row's rules to booleans; a null never matches)."""

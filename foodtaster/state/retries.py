@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from foodtaster.lineage import BATCH_ID, LINE_NUMBER, LINEAGE_KEY, SOURCE_FILE, lineage_key
-from foodtaster.state.browse import with_reason
+from foodtaster.state.browse import column_at, with_reason
 from foodtaster.state.dispositions import EXHAUSTED, REDRIVEN, RETRYING, SETTLED, Dispositions
 from foodtaster.state.groups import RULE as HELD_RULE
 from foodtaster.state.groups import GroupLog
@@ -93,17 +93,18 @@ def retry_candidates(root: str, columns: Iterable[str], rules: Collection[str],
     """The quarantine zone's rows (only `columns`) that could make the pass work, as dicts:
     those whose every reason's rule is among `rules` (and that have one), and those with
     `held_rule` among their reasons' rules. Files and folders named `_*` or `.*` are left
-    out, as Spark leaves them out.
+    out, as Spark leaves them out. A column may be a nested field's path (a nested dataset's
+    `group_by`, `data.order_id`): read through its top-level struct, keyed by the path.
 
     The rules are matched with pyarrow first: a quarantine is mostly rows no pass retries
     or releases, and turning each (with its reasons) into a dict cost seconds a 100k rows.
     """
     fs, path = fsspec.core.url_to_fs(root)
     data = pads.dataset(path, filesystem=fs, format="parquet", partitioning="hive")
-    wanted = [c for c in dict.fromkeys(columns) if c in data.schema.names]
+    wanted = [c for c in dict.fromkeys(columns) if _root(c) in data.schema.names]
     if "reasons" not in data.schema.names:
         return []
-    table = data.to_table(columns=list(dict.fromkeys([*wanted, "reasons"])))
+    table = data.to_table(columns=list(dict.fromkeys([*map(_root, wanted), "reasons"])))
     if not table.num_rows:
         return []
     reasons = table.column("reasons")
@@ -118,7 +119,15 @@ def retry_candidates(root: str, columns: Iterable[str], rules: Collection[str],
         keep.append(pc.and_(some, pc.invert(with_reason(reasons, other))))
     if held_rule is not None:
         keep.append(with_reason(reasons, lambda found: pc.equal(found, held_rule)))
-    return table.filter(functools.reduce(pc.or_, keep)).select(wanted).to_pylist() if keep else []
+    if not keep:
+        return []
+    kept = table.filter(functools.reduce(pc.or_, keep))
+    return pa.table({column: column_at(kept, column) for column in wanted}).to_pylist()
+
+
+def _root(column: str) -> str:
+    """The top-level column a column's path starts with (`data` of `data.order_id`)."""
+    return column.split(".", 1)[0]
 
 
 def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_by: str | None,
