@@ -1,17 +1,19 @@
-"""Evaluate a pandera contract per row on Spark.
+"""Read a pandera contract for row-level evaluation on Spark.
 
 The rules are written once, in the pandera model. This module reads the model's
-schema (columns, dtypes, nullability, checks and their statistics) and turns
-each rule into a reason column, with the meaning pandera's pandas backend gives
-it; `tests/integration/test_differential.py` holds the two to the same verdict.
+schema (paths, dtypes, nullability, checks and their statistics) into the slots
+the strict parser types in its one pass (`parser_input`), objects and arrays at
+any depth (docs/judging.md, "Nested messages"); `row_checks` turns each rule into
+a reason column with the meaning pandera's pandas backend gives it, and
+`tests/integration/test_differential*.py` hold the two to the same verdict.
 
 Types are strict JSON types, given by the strict parser (`layers.parse`): a
 string is only a JSON string, a number a JSON number, an integer a number
 written without a fraction or exponent. A wrong type is a `type` reason; a
 missing field is `required`; a JSON null is `not_nullable`; a number its column
-cannot hold (an integer beyond 64 bits, a double that overflows or underflows)
-is `out_of_range`, never a null or an infinity. Value checks run only on values
-of the right type, as pandera skips nulls in checks.
+cannot hold (an integer beyond 64 bits, a double that overflows or underflows, a
+decimal's digits) is `out_of_range`, never a null, an infinity or a rounding.
+Value checks run only on values of the right type, as pandera skips nulls in checks.
 """
 
 from __future__ import annotations
