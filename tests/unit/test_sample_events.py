@@ -89,14 +89,18 @@ class Judge:
         number = Decimal(value).normalize()
         return number.as_tuple().exponent >= -scale and abs(number) < 10 ** (precision - scale)
 
-    def object_or_none(self, column: str, value: object, required: dict[str, bool]) -> dict | None:
-        """An undeclared object on the path: missing or null takes its required fields with it."""
+    def object_or_none(self, column: str, value: object, required: dict[str, bool],
+                       optional: tuple[str, ...] = ()) -> dict | None:
+        """An undeclared object on the path: missing takes its required fields with it, null
+        makes every field under it null, the `optional` (not nullable) ones too."""
         if value is MISSING or value is None:
             for path, nullable in required.items():
                 if value is MISSING:
                     self.found.add(("required", path))
                 elif not nullable:
                     self.found.add(("not_nullable", path))
+            if value is None:
+                self.found.update(("not_nullable", path) for path in optional)
             return None
         if not isinstance(value, dict):
             self.found.add(("type", column))
@@ -109,7 +113,7 @@ class Judge:
         self.value("specversion", rec.get("specversion", MISSING), "string", lambda v: v == "1.0")
         self.value("type", rec.get("type", MISSING), "string", EVENT_TYPES.__contains__)
         self.value("time", rec.get("time", MISSING), "string", is_timestamp)
-        data = self.object_or_none("data", rec.get("data", MISSING), DATA_REQUIRED)
+        data = self.object_or_none("data", rec.get("data", MISSING), DATA_REQUIRED, optional=("data.tags",))
         if data is not None:
             self.data(data)
         return self.found
