@@ -31,9 +31,9 @@ def _with(line: int, field: str, literal: bytes) -> bytes:
 
 # line -> (the line, the rule it must be quarantined with, words its message must hold)
 CASES = {
-    1: (b"[" * 100_000, "json.invalid", "nested deeper than 1000 levels"),
-    2: (b'{"a":' * 100_000, "json.invalid", "nested deeper than 1000 levels"),
-    3: (_with(3, "producer", b"[" * 500_000), "json.invalid", "nested deeper than 1000 levels"),
+    1: (b"[" * 100_000, "json.too_deep", "nested deeper than 1000 levels"),
+    2: (b'{"a":' * 100_000, "json.too_deep", "nested deeper than 1000 levels"),
+    3: (_with(3, "producer", b"[" * 500_000), "json.too_deep", "nested deeper than 1000 levels"),
     4: (_with(4, "items", b"9" * 1_000_000), "items.out_of_range", "beyond 64 bits"),
     5: (_with(5, "amount", b"9" * 1_000_000), "amount.out_of_range", "no double holds"),
     6: (_with(6, "amount", b"0." + b"0" * 1_000_000 + b"1"), "amount.out_of_range", "no double holds"),
