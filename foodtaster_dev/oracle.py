@@ -19,7 +19,7 @@ import json
 import math
 import re
 from datetime import date
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 import pandas as pd
@@ -119,16 +119,18 @@ def decimal_fits(value: Any, precision: int, scale: int) -> Decimal | None:
     """The exact decimal of a JSON number where decimal(precision, scale) holds it unrounded:
     at most `scale` digits after the point and `precision - scale` before it (Spark's decimal;
     pandera's own dtype check counts the two apart, so this is judged here, as int64 is)."""
-    exact = Decimal(value.text if isinstance(value, JsonFloat) else repr(value) if isinstance(value, int)
-                    else str(value))
-    stripped = exact.normalize()
+    text = value.text if isinstance(value, JsonFloat | Unrepresentable) else repr(value)
+    exact = Decimal(text)
+    # as many digits as the literal has: the default context's 28 would round the ones past them
+    exact_context = Context(prec=max(len(exact.as_tuple().digits), precision))
+    stripped = exact.normalize(exact_context)
     sign, digits, exponent = stripped.as_tuple()
     assert isinstance(exponent, int)
     after = max(0, -exponent)
     before = max(0, len(digits) + exponent)
     if after > scale or before > precision - scale:
         return None
-    return exact.quantize(Decimal(1).scaleb(-scale))
+    return exact.quantize(Decimal(1).scaleb(-scale), context=exact_context)
 
 
 def calendar_date(value: Any) -> date | None:
@@ -154,7 +156,7 @@ def _cell(rule: FieldRule, value: Any, dtype: Any) -> tuple[pd.Series, str | Non
             return pd.Series([Mistyped(value)], dtype="object"), "type(array)"
         return pd.Series([len(value)], dtype="int64"), None
     if kind == "decimal":
-        if not json_type_matches("number", value):
+        if not (json_type_matches("number", value) or isinstance(value, Unrepresentable)):
             return pd.Series([Mistyped(value)], dtype="object"), "type(number)"
         spark = rule.json_type.spark_type
         fits = decimal_fits(value, spark.precision, spark.scale)  # type: ignore[attr-defined]
@@ -200,7 +202,7 @@ def _unknown_paths(message: dict[str, Any], scope: Scope) -> list[str]:
     def visit(value: dict[str, Any], prefix: str) -> None:
         for key, inner in value.items():
             path = prefix + key
-            if path not in names:
+            if "." in key or path not in names:
                 found.append(path)
             elif path in objects and isinstance(inner, dict):
                 visit(inner, path + ".")
