@@ -483,6 +483,17 @@ def test_decimal_and_date_edges_agree_at_every_depth(spark):
     assert {("data.due.type(date)", "data.due")} in verdicts
 
 
+def test_a_decimal_with_an_exponent_of_any_length_is_judged_by_its_value(spark):
+    """JSON bounds no exponent: one beyond what a double, Python's decimal or Java's int holds
+    names a number that no decimal(6,3) holds, unless the number is zero."""
+    exponents = ["1e1000000", "1e-1000000", "1e99999999999999999999", "1e-99999999999999999999",
+                 "0e99999999999999999999", "0e-99999999999999999999", "0.0e1000000", "-0e-5"]
+    batch = [shipment(data__parcels__0__weight=Literal(e)) for e in exponents]
+    out_of_range = {("data.parcels[].weight.out_of_range", "data.parcels[0].weight")}
+    zero = {("data.parcels[].weight.greater_than(0)", "data.parcels[0].weight")}
+    assert assert_agree(spark, batch, Shipments, SHIPMENTS) == [out_of_range] * 4 + [zero] * 4
+
+
 def test_a_key_with_a_dot_names_no_path_of_the_contract(spark):
     """`{"data.status": 1}` is one JSON key, not `status` inside `data`: a strict scope finds it
     unexpected at every depth, and a keeping one keeps it under that key."""
