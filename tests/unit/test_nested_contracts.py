@@ -10,6 +10,8 @@ built in a test names the test's own variables (`Series[dtype]`).
 """
 
 import json
+from datetime import date
+from decimal import Decimal
 
 import pandera.pandas as pa
 import pytest
@@ -227,6 +229,7 @@ def test_a_conditional_compares_a_number_field(then_column):
     ("data.status", [1]),  # a string is never the number 1 in pandas; Spark casts "1" to 1
     ("data.amount", ["1"]),
     ("data.paid", ["true"]),
+    ("data.total", [0.1]),  # a decimal 0.10 is not the double 0.1 in Python; Spark compares doubles
 ])
 def test_a_conditionals_values_are_of_its_if_columns_type(if_column, if_in):
     refused(conditional_model(if_column, "data.amount", if_in), "Conditional", if_column)
@@ -241,7 +244,8 @@ def test_a_conditional_compares_with_a_number_by_a_comparison(statistics):
 def test_a_conditional_on_numbers_and_strings_is_read():
     assert read_contract(conditional_model("data.status", "data.amount")).frame_checks
     assert read_contract(conditional_model("data.amount", "data.amount", [1, 2.5])).frame_checks
-    assert read_contract(conditional_model("data.total", "data.amount", [1])).frame_checks
+    assert read_contract(conditional_model("data.total", "data.amount", [1, Decimal("0.10")])).frame_checks
+    assert read_contract(conditional_model("data.due", "data.amount", [date(2026, 1, 1)])).frame_checks
     assert read_contract(conditional_model("data.paid", "data.amount", [True])).frame_checks
 
 
