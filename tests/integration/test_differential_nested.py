@@ -320,6 +320,13 @@ def shadowing_keys(scope: Scope, path: str) -> list[str]:
             if f.name.startswith(prefix) and "." in f.name[len(prefix):]][:2]
 
 
+class Batch(list):
+    """A batch of messages that hypothesis reports by its size: a failure names its message."""
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} messages>"
+
+
 @st.composite
 def batches(draw, contract: Contract, size: tuple[int, int] = (60, 80)) -> list[dict]:
     """60 to 80 messages of a contract: each slot's values drawn from its rules, four that
@@ -329,7 +336,7 @@ def batches(draw, contract: Contract, size: tuple[int, int] = (60, 80)) -> list[
                   {id(r): draw(st.lists(right_type_values(r), min_size=4, max_size=4)) for r in slots})
     rng = draw(st.randoms(use_true_random=True))
     drawing = Drawing(rng, pools)
-    return [drawing.message(contract.scope) for _ in range(rng.randint(*size))]
+    return Batch(drawing.message(contract.scope) for _ in range(rng.randint(*size)))
 
 
 # ---- what a message that passed is written as -------------------------------------------
