@@ -19,7 +19,7 @@ import json
 import math
 import re
 from datetime import date
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 import pandas as pd
@@ -60,6 +60,7 @@ class JsonFloat(float):
 
 
 DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+JSON_NUMBER = re.compile(r"(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?")
 
 
 def _number(text: str) -> float | Unrepresentable:
@@ -118,17 +119,25 @@ class Mistyped:
 def decimal_fits(value: Any, precision: int, scale: int) -> Decimal | None:
     """The exact decimal of a JSON number where decimal(precision, scale) holds it unrounded:
     at most `scale` digits after the point and `precision - scale` before it (Spark's decimal;
-    pandera's own dtype check counts the two apart, so this is judged here, as int64 is)."""
-    exact = Decimal(value.text if isinstance(value, JsonFloat) else repr(value) if isinstance(value, int)
-                    else str(value))
-    stripped = exact.normalize()
-    sign, digits, exponent = stripped.as_tuple()
-    assert isinstance(exponent, int)
-    after = max(0, -exponent)
-    before = max(0, len(digits) + exponent)
+    pandera's own dtype check counts the two apart, so this is judged here, as int64 is).
+
+    The digits are counted on the literal: Python's Decimal would round past 28 digits and
+    refuses an exponent beyond about 10**18, which JSON allows (`0e99999999999999999999` is 0)."""
+    text = value.text if isinstance(value, JsonFloat | Unrepresentable) else repr(value)
+    sign, whole, fraction, exponent = JSON_NUMBER.fullmatch(text).groups()  # type: ignore[union-attr]
+    digits = (whole + (fraction or "")).lstrip("0")
+    if not digits:
+        return Decimal(0).quantize(Decimal(1).scaleb(-scale))
+    shift = int(exponent or 0) - len(fraction or "")  # the number is int(digits) * 10**shift
+    significant = digits.rstrip("0")
+    shift += len(digits) - len(significant)
+    after = max(0, -shift)
+    before = max(0, len(significant) + shift)
     if after > scale or before > precision - scale:
         return None
-    return exact.quantize(Decimal(1).scaleb(-scale))
+    # it fits: `precision` digits hold it (the default context's 28 may not)
+    return Decimal(f"{sign}{significant}E{shift}").quantize(Decimal(1).scaleb(-scale),
+                                                           context=Context(prec=precision))
 
 
 def calendar_date(value: Any) -> date | None:
@@ -154,7 +163,7 @@ def _cell(rule: FieldRule, value: Any, dtype: Any) -> tuple[pd.Series, str | Non
             return pd.Series([Mistyped(value)], dtype="object"), "type(array)"
         return pd.Series([len(value)], dtype="int64"), None
     if kind == "decimal":
-        if not json_type_matches("number", value):
+        if not (json_type_matches("number", value) or isinstance(value, Unrepresentable)):
             return pd.Series([Mistyped(value)], dtype="object"), "type(number)"
         spark = rule.json_type.spark_type
         fits = decimal_fits(value, spark.precision, spark.scale)  # type: ignore[attr-defined]
@@ -200,7 +209,7 @@ def _unknown_paths(message: dict[str, Any], scope: Scope) -> list[str]:
     def visit(value: dict[str, Any], prefix: str) -> None:
         for key, inner in value.items():
             path = prefix + key
-            if path not in names:
+            if "." in key or path not in names:
                 found.append(path)
             elif path in objects and isinstance(inner, dict):
                 visit(inner, path + ".")

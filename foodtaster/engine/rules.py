@@ -22,6 +22,8 @@ import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
 import pandera.pandas as pa
@@ -301,10 +303,21 @@ class Contract:
 SCALAR_ITEM = "value"  # the one field of an element model that judges an array of scalars
 
 
-def _strict_of(model: type[pa.DataFrameModel]) -> bool | str:
-    strict = model.to_schema().strict
-    if strict not in (True, False, "filter"):
-        raise ContractError(f"{model.__name__}: Config.strict is {strict!r}; one of True, False, 'filter'")
+def _schema_of(model: type[pa.DataFrameModel], owner: str) -> pa.DataFrameSchema:
+    """pandera's schema of a model; pandera's own refusal of it (a decimal's scale beyond its
+    precision, an unknown Config.strict) as a ContractError naming where the model is used."""
+    try:
+        return model.to_schema()
+    except (pa.errors.SchemaInitError, ValueError) as err:
+        raise ContractError(f"{owner}: pandera refuses {model.__name__}: {err}") from err
+
+
+def _strict_of(schema: pa.DataFrameSchema, model: type[pa.DataFrameModel], owner: str) -> bool | str:
+    strict = schema.strict
+    # by identity: 1 and 0 equal True and False, and would be read as neither (`strict is True`)
+    if not (strict is True or strict is False or strict == "filter"):
+        raise ContractError(f"{owner}: Config.strict of {model.__name__} is {strict!r}; one of True, "
+                            "False, 'filter'")
     return strict
 
 
@@ -325,7 +338,7 @@ def _column_checks(owner: str, name: str, column: Any) -> tuple[tuple[str, dict[
 
 def _read_scope(model: type[pa.DataFrameModel], owner: str, *, root: bool) -> tuple[Scope, list[PythonCheck]]:
     """A model's slots, objects implied by the paths inserted before the slots under them."""
-    schema = model.to_schema()
+    schema = _schema_of(model, owner)
     declared: dict[str, FieldRule] = {}
     python_checks: list[PythonCheck] = []
     for name, column in schema.columns.items():
@@ -341,14 +354,17 @@ def _read_scope(model: type[pa.DataFrameModel], owner: str, *, root: bool) -> tu
         if metadata.get("object"):
             if checks:
                 raise ContractError(f"{where}: an object takes no checks; put them on its fields")
+            if "items" in metadata:
+                raise ContractError(f"{where}: an object (metadata 'object') or an array (metadata "
+                                    "'items'), not both")
             json_type = OBJECT
             items = None
         elif "items" in metadata:
             json_type, items = ARRAY, _read_items(metadata["items"], where)
-            if json_type_of(column.dtype).name != "integer":
+            if _json_type_at(column.dtype, where).name != "integer":
                 raise ContractError(f"{where}: an array is declared as Series[int] (its length)")
         else:
-            json_type, items = json_type_of(column.dtype), None
+            json_type, items = _json_type_at(column.dtype, where), None
         if column.unique and (not root or json_type.name in ("object", "array")):
             raise ContractError(f"{where}: only a field of the message itself can be unique")
         for written in column.checks:
@@ -384,14 +400,21 @@ def _read_scope(model: type[pa.DataFrameModel], owner: str, *, root: bool) -> tu
         if rule.is_object and not any(f.startswith(rule.name + ".") for f in fields):
             raise ContractError(f"{owner}.{rule.name}: an object with no field under it; name "
                                 "its fields (or drop it: unknown fields are kept as Config.strict says)")
-    return Scope(tuple(fields.values()), _strict_of(model)), python_checks
+    return Scope(tuple(fields.values()), _strict_of(schema, model, owner)), python_checks
+
+
+def _json_type_at(dtype: Any, where: str) -> JsonType:
+    try:
+        return json_type_of(dtype)
+    except ContractError as err:
+        raise ContractError(f"{where}: {err}") from err
 
 
 def _read_items(items: Any, where: str) -> Scope:
     if not (isinstance(items, type) and issubclass(items, pa.DataFrameModel)):
         raise ContractError(f"{where}: metadata 'items' must be a pandera DataFrameModel, got {items!r}")
     scope, _ = _read_scope(items, f"{where}[]", root=False)
-    if items.to_schema().checks:
+    if _schema_of(items, f"{where}[]").checks:
         raise ContractError(f"{where}[]: an element model takes no frame checks")
     names = [f.name for f in scope.fields]
     if names == [SCALAR_ITEM]:
@@ -413,8 +436,8 @@ def _refuse_same_columns(names: list[str], owner: str) -> None:
 
 
 def read_contract(model: type[pa.DataFrameModel]) -> Contract:
-    schema = model.to_schema()
     scope, python_checks = _read_scope(model, model.__name__, root=True)
+    schema = _schema_of(model, model.__name__)
     frame_checks = tuple((c.name, dict(c.statistics or {})) for c in schema.checks)
     names = {f.name: f for f in scope.fields}
     for check_name, statistics in frame_checks:
@@ -425,8 +448,41 @@ def read_contract(model: type[pa.DataFrameModel]) -> Contract:
             if found is None or found.is_object or found.is_array:
                 raise ContractError(f"{model.__name__}: the conditional's {key} {statistics[key]!r} "
                                     "is no field of the message")
+        _refuse_another_conditional(model.__name__, statistics, names)
     return Contract(name=model.__name__, fields=scope.fields, frame_checks=frame_checks,
                     python_checks=tuple(python_checks), strict=scope.strict)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# Whether a conditional's `if_in` value is of its if_column's type: pandas compares values as
+# they are, where Spark would cast one side (a string "1" equals 1, "2026-01-01" a date, and
+# a decimal 0.10 the double 0.1, which Python's Decimal does not).
+_OF_TYPE: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": _is_number, "number": _is_number,
+    "decimal": lambda v: isinstance(v, Decimal) or isinstance(v, int) and not isinstance(v, bool),
+    "date": lambda v: isinstance(v, date) and not isinstance(v, datetime),
+}
+
+
+def _refuse_another_conditional(owner: str, s: dict[str, Any], names: dict[str, FieldRule]) -> None:
+    """A conditional whose meaning in pandas (`foodtaster.checks.conditional`) Spark would not
+    give: it holds only where then_column's value is an int or a float, compared by a
+    comparison with a number, and tests if_column's values as they are."""
+    then_rule, if_rule = names[s["then_column"]], names[s["if_column"]]
+    if then_rule.json_type.name not in ("number", "integer"):
+        raise ContractError(f"{owner}: the conditional's then_column {s['then_column']!r} is a "
+                            f"{then_rule.json_type.name}; it compares a number or integer field")
+    if s["then_check"] not in COMPARISON_WORDS or not _is_number(s["then_value"]):
+        raise ContractError(f"{owner}: the conditional's then_check {s['then_check']!r} and then_value "
+                            f"{s['then_value']!r} are one of {sorted(COMPARISON_WORDS)} and a number")
+    if not all(_OF_TYPE[if_rule.json_type.name](v) for v in s["if_in"]):
+        raise ContractError(f"{owner}: the conditional's if_in {s['if_in']!r} are not all values of "
+                            f"{s['if_column']!r}, a {if_rule.json_type.name}")
 
 
 def frame_rule_id(s: dict[str, Any]) -> str:
