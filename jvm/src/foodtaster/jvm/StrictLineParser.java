@@ -725,7 +725,9 @@ public final class StrictLineParser implements Serializable {
         try {
             d = new BigDecimal(literal);
         } catch (NumberFormatException | ArithmeticException e) {
-            return null;  // an exponent beyond what a BigDecimal holds: far beyond any column
+            // An exponent beyond what a BigDecimal holds: far beyond any column, unless the
+            // digits are all zeros, which is 0 whatever the exponent.
+            return nonZeroDigit(literal) ? null : BigDecimal.ZERO.setScale(scale);
         }
         BigDecimal stripped = d.stripTrailingZeros();
         if (stripped.scale() > scale) return null;
