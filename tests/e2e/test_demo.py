@@ -47,6 +47,15 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(tmp_path):
     assert alert.is_file() and "20261121" in alert.read_text()
     summary = json.loads((tmp_path / "reports/orders/20261121/summary.json").read_text())
     assert summary["listed"] == 2 == summary["reasons"]["registry.listed"]
+    # The nested dataset: its DAG on a day of order events, a reason naming an element's path.
+    nested = out.split("airflow dags test foodtaster_order_events 2026-11-20")[1]
+    nested = nested.split("The contract fix:")[0]
+    assert "SUCCESS" in nested and "PUBLISHED" in nested
+    m = re.search(r"(\d+) messages, (\d+) valid, (\d+) quarantined, (\d+) duplicates dropped", nested)
+    messages, valid, quarantined, dropped = map(int, m.groups())
+    assert messages == 400 == valid + quarantined + dropped and quarantined > 0
+    assert re.search(r"data\.lines\[\d+\]\.\w+: data\.lines\[\]\.\w+\.", nested), nested
+    assert "data: struct<order_id: string" in nested and "_unknown: map<string, string" in nested
     # The JetStream part runs whenever the machine's NATS answers (it does under CI).
     assert "Published 500 messages to JetStream" in out or "the JetStream demo is skipped" in out
     if "Published 500 messages" in out:
