@@ -40,6 +40,8 @@ table{border-collapse:collapse;font-size:.85rem}
 td,th{border-bottom:1px solid #dde;padding:.25rem .6rem;text-align:left;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 .published{color:#2b7a3d;font-weight:600}.held{color:#c0392b;font-weight:600}.empty{color:#777}
+.released{color:#a15c00;font-weight:600}.superseded{color:#5b4ab0;font-weight:600}
+.who{display:block;font-weight:400;color:#445;font-size:.8rem;max-width:24rem}
 pre{white-space:pre-wrap;word-break:break-all;background:#f5f6f8;padding:.4rem;margin:0;max-width:60rem}
 img{max-width:100%;border:1px solid #dde}.muted{color:#667}
 """
@@ -88,6 +90,41 @@ def rates(record: dict[str, Any]) -> list[tuple[str, str, str]]:
     return shown
 
 
+def shown_verdict(entry: dict[str, Any]) -> tuple[str, list[str]]:
+    """The batch's verdict as the page shows it, and who and why: `held`; `released` (held,
+    then published by an operator); `superseded` (a corrected delivery replaced the held one,
+    and the batch was judged again); `published` or `empty`. A batch held again after a
+    correction shows `held`: what needs a person now comes first."""
+    verdict = entry.get("verdict") if isinstance(entry.get("verdict"), str) else None
+    why = entry.get("why")
+    why = [why] if isinstance(why, str) and why else list(why or ())
+    superseded = entry.get("superseded")
+    replaced = ([f"a corrected delivery replaced {len(superseded.get('files') or ())} file(s), "
+                 f"by {superseded.get('by')} at {superseded.get('at')}: {superseded.get('why')}"]
+                if isinstance(superseded, dict) else [])
+    released = entry.get("released")
+    if isinstance(released, dict):
+        return "released", [f"released by {released.get('by')} at {released.get('at')}: "
+                            f"{released.get('why')}",
+                            *(f"held because: {line}" for line in entry.get("held_why") or ()),
+                            *replaced]
+    if verdict == "held":
+        return "held", [*why, *replaced]
+    if replaced:
+        return "superseded", [*replaced, f"then {verdict}", *why]
+    return verdict or "validated, not recorded in the ledger", why
+
+
+NEEDS_WHO = ("held", "released", "superseded")  # the verdicts the list says who and why of
+
+
+def _verdict_cell(entry: dict[str, Any]) -> str:
+    word, lines = shown_verdict(entry)
+    lines = lines if word in NEEDS_WHO else []
+    return (f"<td class=\"verdict {_e(word)}\">{_e(word)}"
+            + "".join(f"<span class=who>{_e(line)}</span>" for line in lines) + "</td>")
+
+
 def _top_reasons(pairs: Any) -> str:
     return "<br>".join(f"{_e(count)}&nbsp;&nbsp;{_e(rule)}" for rule, count in pairs or ())
 
@@ -102,7 +139,7 @@ def batches_page(lake: Lake, datasets: dict[str, DatasetConfig], *, limit: int =
             f"<tr class=batch><td>{_e(e['batch_date'])}</td>"
             f"<td><a href=\"datasets/{quote(name)}/batches/{quote(e['batch_id'])}\">"
             f"{_e(e['batch_id'])}</a></td>"
-            f"<td class={_e(e['verdict'])}>{_e(e['verdict'])}</td>"
+            + _verdict_cell(e)
             + "".join(f"<td class=n>{_e(e.get(k))}</td>"
                       for k in ("messages", "valid", "quarantined", "duplicates_dropped"))
             + f"<td class=n>{_rate(e.get('quarantine_rate'))}</td>"
@@ -159,8 +196,7 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
         raise PageNotFound(f"dataset {dataset!r} has no batch {batch_id!r} in its ledger or reports")
     summary = read_json(summary_uri) if exists(summary_uri) else {}
     record = {**summary, **(entry or {})}  # the ledger tells the final state; the summary the detail
-    verdict = record.get("verdict")
-    verdict = verdict if isinstance(verdict, str) else "validated, not recorded in the ledger"
+    verdict, why = shown_verdict(record)
     counts = "".join(
         f"<tr><th>{_e(label)}</th><td class=n>{_e(record.get(key))}</td></tr>"
         for label, key in (("messages", "messages"), ("valid", "valid"),
@@ -176,8 +212,6 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
         for s in summary.get("samples") or ()
     )
     paths = summary.get("paths") or {}
-    why = record.get("why")
-    why = [why] if isinstance(why, str) else list(why or ())
     body = (
         f"<p><a href=\"../../../\">&larr; all batches</a></p>"
         f"<h1>{_e(config.name)} batch {_e(batch_id)}</h1>"

@@ -1,9 +1,12 @@
 """The batches page in the Airflow UI, in Debian's headless chromium, on a real
-`airflow standalone`: a ledger and summaries written into its lake, the page opened as a
-logged-in user, a screenshot taken, and what a person reads on it checked.
+`airflow standalone`: a ledger and summaries written into its lake, one real held run
+triggered through the REST API, the pages opened as a logged-in user, screenshots taken, and
+what a person reads on them checked.
 
-The registry's dataset has no schedule, so the scheduler starts no Spark job: the page
-reads only the lake, and the test stays well under three minutes on two cores.
+The registry's datasets have no schedule, so the scheduler starts no Spark job of its own:
+`orders` is a ledger and summaries written by hand; `orders_held` gets one small batch over
+hold_rate (60 messages), the module's one Spark run, triggered as the UI's form does. That run
+is red in the DAG list, the runs list and the grid (docs/decisions/016).
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import requests
+from support.e2e import HOLDING, fill_inbox
 from support.environment import need
 from support.webdriver import ELEMENT, Browser, WebDriverError, browser_binaries
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake, write_json
 from foodtaster.state.ledger import record_batch
+from foodtaster_airflow.rest import AirflowApi, AirflowApiError
 from foodtaster_dev.localenv import LocalAirflow, free_port, stop_group, wait_for_http
 
 pytestmark = pytest.mark.slow
@@ -34,9 +39,19 @@ datasets:
     expectation_suite: {PROJECT_ROOT / "expectations/orders.json"}
     alert_rate: 0.02
     hold_rate: 0.20
+  orders_held:
+    description: Order events (one real run, held)
+    schedule: null
+    start_date: "2026-11-01"
+    contract: contracts.orders:Orders
+    expectation_suite: {PROJECT_ROOT / "expectations/orders.json"}
+    alert_rate: 0.02
+    hold_rate: 0.20
 """
 HOSTILE_RAW = '{"note": "<script>window.pwned=1</script>", "amount": -5 & 1}'
 SCREENSHOTS = PROJECT_ROOT / "data" / "screenshots"  # kept after the run, for a person
+HELD, HELD_DAG = "orders_held", "foodtaster_orders_held"  # the one real run: a batch over hold_rate
+HELD_DATE, HELD_ID = "2026-11-13", "20261113"
 
 
 def _entry(day: str, messages: int, quarantined: int, verdict: str, top: list) -> dict:
@@ -96,6 +111,36 @@ def standalone(tmp_path_factory, browser_tools):
         stop_group(process)
 
 
+@pytest.fixture(scope="module")
+def held_run(standalone) -> dict:
+    """A real run of `foodtaster_orders_held` on a small batch over hold_rate, triggered through the
+    REST API as the UI's trigger form does; the run as the API gives it once finished."""
+    import time
+
+    af, log = standalone
+    fill_inbox(af.lake, HELD_DATE, dataset=HELD, seed=13, messages=60, **HOLDING)
+    api = AirflowApi(af.base_url, "admin", PASSWORD)
+    _until(lambda: _parsed(api, HELD_DAG), 180)
+    run_id = api.request("POST", f"dags/{HELD_DAG}/dagRuns", json={
+        "logical_date": None, "conf": {"batch_date": HELD_DATE}})["dag_run_id"]
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        run = api.request("GET", f"dags/{HELD_DAG}/dagRuns/{run_id}")
+        if run["state"] in ("success", "failed"):
+            tasks = api.task_instances(HELD_DAG, run_id)
+            run["tasks"] = {ti["task_id"]: ti["state"] for ti in tasks}
+            return run
+        time.sleep(2)
+    raise AssertionError(f"run {run_id} did not finish\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def _parsed(api: AirflowApi, dag_id: str) -> bool:
+    try:
+        return bool(api.dag(dag_id))
+    except AirflowApiError:
+        return False
+
+
 def _token(af: LocalAirflow) -> str:
     answer = requests.post(f"{af.base_url}/auth/token", json={"username": "admin", "password": PASSWORD},
                            timeout=30)
@@ -129,7 +174,7 @@ def test_the_batches_page_and_its_drill_down_in_chromium(standalone, browser_too
 
         # the page itself: newest batch first, its verdict, rate, top reason, the chart
         browser.go(f"{af.base_url}/foodtaster/")
-        rows = [" ".join(browser.text(row).split()) for row in browser.find_all("tr.batch")]
+        rows = [" ".join(browser.text(row).split()) for row in browser.find_all("#dataset-orders tr.batch")]
         assert [row.split()[1] for row in rows] == ["20261112", "20261111", "20261110"]
         assert rows[0].startswith("2026-11-12 20261112 held 400 284 116 0 29.00%"), rows[0]
         assert "80 amount.greater_than(0)" in rows[0]
@@ -158,6 +203,50 @@ def test_the_batches_page_and_its_drill_down_in_chromium(standalone, browser_too
         assert "80 amount.greater_than(0)" in reasons and "36 json.invalid" in reasons
         shot = browser.screenshot(SCREENSHOTS / "batch_drill_down.png")  # for a person to look at
         assert shot.stat().st_size > 10_000
+
+
+def test_a_held_run_is_red_in_the_dag_list_the_runs_list_and_the_grid(standalone, held_run,
+                                                                     browser_tools, tmp_path):
+    af, log = standalone
+    run_id = held_run["dag_run_id"]
+    # only the verdict task failed: the pipeline did its work, the batch waits for a person
+    assert held_run["state"] == "failed", held_run
+    assert {task for task, state in held_run["tasks"].items() if state != "success"} == {
+        "publish", "verdict"}, held_run["tasks"]
+    assert held_run["note"].startswith(f"HELD, not published: batch {HELD_ID}, inbox date {HELD_DATE}")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
+        browser.go(f"{af.base_url}/plugin/foodtaster")
+        _log_in(browser, log)
+        # the DAG list: the latest run's badge
+        browser.go(f"{af.base_url}/dags")
+        badge = _wait(lambda: browser.script(
+            "const card = [...document.querySelectorAll('[data-testid=dag-card]')].find(c =>"
+            " c.querySelector('[data-testid=dag-id]').textContent.trim() === arguments[0]);"
+            " const b = card && card.querySelector('[data-testid=latest-run] [data-testid=state-badge]');"
+            " return b && b.getAttribute('aria-label');", HELD_DAG), "the DAG list's latest run", log,
+            browser=browser)
+        assert badge == "failed"
+        browser.screenshot(SCREENSHOTS / "held_run_dag_list.png")
+        # the runs list: the run's state, and the grid beside it: the verdict cell is the red one
+        browser.go(f"{af.base_url}/dags/{HELD_DAG}/runs")
+        state = _wait(lambda: browser.text(browser.find("td[data-testid=table-cell-state]")),
+                      "the runs list", log, browser=browser)
+        assert state == "Failed"
+        # each cell's colour as the screen shows it (the UI's CSS gives oklch(): a canvas says rgb)
+        colours = _wait(lambda: browser.script(
+            "const rgb = css => { const c = document.createElement('canvas').getContext('2d');"
+            " c.fillStyle = css; c.fillRect(0, 0, 1, 1);"
+            " return [...c.getImageData(0, 0, 1, 1).data].slice(0, 3); };"
+            " const colour = t => { const a = document.getElementById('grid-' + arguments[0] + '-' + t);"
+            " const b = a && a.querySelector('[data-testid=task-state-badge]');"
+            " return b && rgb(getComputedStyle(b).backgroundColor); };"
+            " const all = {verdict: colour('verdict'), ledger: colour('ledger')};"
+            " return all.verdict && all.ledger ? all : null;", run_id),
+            "the grid's cells", log, browser=browser)
+        (red, green) = (colours["verdict"], colours["ledger"])
+        assert red[0] > 150 > red[1] and green[1] > green[0], colours
+        browser.screenshot(SCREENSHOTS / "held_run_runs_list_and_grid.png")
 
 
 WAY_BACK_S = 30.0  # from the login form's submit to the page asked for

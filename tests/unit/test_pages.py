@@ -36,7 +36,7 @@ def test_the_batches_page_lists_recent_batches_newest_first_with_links_and_chart
     html = pages.batches_page(lake, DATASETS)
     assert html.index("20261102") < html.index("20261101")  # newest first
     assert 'href="datasets/orders/batches/20261102"' in html
-    assert "<td class=held>held</td>" in html and "<td class=n>30.00%</td>" in html
+    assert '<td class="verdict held">held</td>' in html and "<td class=n>30.00%</td>" in html
     assert "40&nbsp;&nbsp;json.invalid" in html
     assert "&lt;b&gt;rule&lt;/b&gt;" in html and "<b>rule</b>" not in html
     assert 'src="datasets/orders/trend.png?since=2026-11-01"' in html
@@ -102,3 +102,29 @@ def test_the_drill_down_names_both_rates_sorts_reasons_by_count_and_shows_paths_
 def test_paths_outside_the_lake_stay_as_written(lake):
     assert pages.in_lake(lake, "s3a://other/x") == "s3a://other/x"
     assert pages.in_lake(lake, f"{lake.root}/raw/a") == "raw/a"
+
+
+def test_held_released_and_superseded_are_verdicts_of_their_own_with_who_and_why(lake):
+    held = {**entry("2026-11-03", 200, 60, "held"), "why": ["quarantine rate 30.00% >= hold_rate 20.00%"]}
+    record_batch(lake, "orders", held)
+    record_batch(lake, "orders", {
+        **entry("2026-11-04", 200, 60), "why": ["rate", "released by alice: a test feed"],
+        "held_why": ["quarantine rate 30.00% >= hold_rate 20.00%"],
+        "released": {"by": "alice", "why": "a <test> feed", "at": "2026-11-05T10:00:00+00:00"}})
+    record_batch(lake, "orders", {
+        **entry("2026-11-05", 200, 2), "superseded": {
+            "at": "2026-11-06T09:00:00+00:00", "why": "resent without the test orders", "by": "bob",
+            "files": [{"name": "part-1.jsonl"}, {"name": "part-2.jsonl"}], "by_files": ["fixed.jsonl"]}})
+    html = pages.batches_page(lake, DATASETS)
+    assert ('<td class="verdict held">held<span class=who>quarantine rate 30.00% &gt;= hold_rate '
+            '20.00%</span></td>') in html
+    assert ('<td class="verdict released">released<span class=who>released by alice at '
+            '2026-11-05T10:00:00+00:00: a &lt;test&gt; feed</span><span class=who>held because: '
+            'quarantine rate 30.00% &gt;= hold_rate 20.00%</span></td>') in html
+    assert ('<td class="verdict superseded">superseded<span class=who>a corrected delivery replaced 2 '
+            'file(s), by bob at 2026-11-06T09:00:00+00:00: resent without the test orders</span>'
+            '<span class=who>then published</span></td>') in html
+    assert '<td class="verdict published">published</td>' in html  # a good day says nothing more
+    drill = pages.batch_page(lake, DATASETS, "orders", "20261104")
+    assert 'class="verdict released">released<' in drill
+    assert "<li>released by alice at 2026-11-05T10:00:00+00:00: a &lt;test&gt; feed</li>" in drill
