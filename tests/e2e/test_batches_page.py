@@ -12,6 +12,7 @@ is red in the DAG list, the runs list and the grid (docs/decisions/016).
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -77,10 +78,23 @@ def fill_lake(root: str) -> None:
                      "reasons": [{"layer": "parse", "rule": "json.invalid", "column": None,
                                   "message": "not strict JSON", "value": None}]}],
     })
+    # its quarantine as the job writes it: 36 json.invalid (the hostile one first), 80 amount
     folder = Path(lake.quarantine("orders", "2026-11-12", "20261112"))
     folder.mkdir(parents=True)
-    pq.write_table(pa.table({"producer": ["checkout-svc"] * 90 + ["fulfilment-svc"] * 26}),
-                   folder / "part-00000.parquet")
+    rules = ["json.invalid"] * 36 + ["amount.greater_than(0)"] * 80
+    raws = [HOSTILE_RAW.encode()] + [b'{"order_id": "o-%d", "amount": -%d}' % (n, n) for n in range(2, 117)]
+    source = f"{lake.raw('orders', '2026-11-12', '20261112')}/part-1.jsonl"
+    pq.write_table(pa.table({
+        "_raw": pa.array(raws, pa.binary()),
+        "reasons": [[{"layer": "parse" if rule == "json.invalid" else "row", "rule": rule,
+                      "column": None if rule == "json.invalid" else "amount",
+                      "message": "not strict JSON" if rule == "json.invalid" else "must be > 0"}]
+                    for rule in rules],
+        "_batch_id": ["20261112"] * 116, "_source_file": [source] * 116,
+        "_line_number": pa.array(range(1, 117), pa.int64()),
+        "_ingested_at": ["2026-11-12T01:00:00+00:00"] * 116,
+        "producer": ["checkout-svc"] * 90 + ["fulfilment-svc"] * 26,
+    }), folder / "part-00000.parquet")
 
 
 @pytest.fixture(scope="module")
@@ -193,16 +207,77 @@ def test_the_batches_page_and_its_drill_down_in_chromium(standalone, browser_too
         _wait(lambda: browser.current_url.endswith("/foodtaster/datasets/orders/batches/20261112"),
               "the drill-down page", log)
         assert browser.text(browser.find("span.verdict")) == "held"
-        raw = browser.text(browser.find("tr.sample pre"))
-        assert raw == HOSTILE_RAW  # shown as text, byte for byte, not run as markup
+        # reasons by count, the top one's messages shown ten a page
+        reasons = [" ".join(browser.text(row).split()) for row in browser.find_all("tr.reason")]
+        assert reasons == ["80 amount.greater_than(0)", "36 json.invalid"]
+        assert len(browser.find_all("article.sample")) == 10
+        assert "messages 1–10 of 80 · page 1 of 8" in browser.text(browser.find("p.pager"))
+        browser.click(browser.find("p.pager a"))  # next
+        _wait(lambda: "page=2" in browser.current_url, "the second page", log)
+        assert "messages 11–20 of 80 · page 2 of 8" in browser.text(browser.find("p.pager"))
+        assert browser.text(browser.find("article.sample pre.raw")) == '{"order_id": "o-47", "amount": -47}'
+        # another reason: its messages, the raw one shown as text, byte for byte, on the page's width
+        browser.click(browser.find('tr.reason a[href="?reason=json.invalid#samples"]'))
+        _wait(lambda: "reason=json.invalid" in browser.current_url, "the json.invalid messages", log)
+        raw = browser.find("article.sample pre.raw")
+        assert browser.text(raw) == HOSTILE_RAW  # not run as markup
+        assert browser.script("return arguments[0].getBoundingClientRect().width", {ELEMENT: raw}) > 800
         assert browser.script("return window.pwned === undefined"
                               " && document.querySelectorAll('script').length === 0")
-        where = browser.text(browser.find("tr.sample td"))
-        assert where == "file:/inbox/orders/dt=2026-11-12/part-1.jsonl:17"
-        reasons = " ".join(browser.text(browser.find("body")).split())
-        assert "80 amount.greater_than(0)" in reasons and "36 json.invalid" in reasons
+        where = browser.text(browser.find("article.sample h3"))
+        assert where == "1. raw/orders/batch_date=2026-11-12/batch_id=20261112/part-1.jsonl:1"
+        assert "json.invalid: not strict JSON" in browser.text(browser.find("article.sample .reasons"))
         shot = browser.screenshot(SCREENSHOTS / "batch_drill_down.png")  # for a person to look at
         assert shot.stat().st_size > 10_000
+
+
+def test_a_real_held_batchs_page_links_its_run_its_data_docs_and_its_alert(standalone, held_run,
+                                                                           browser_tools, tmp_path):
+    """The drill-down of the real held run's batch, and every link it and its alert carry,
+    followed in the browser to a page that exists."""
+    af, log = standalone
+    run_id = held_run["dag_run_id"]
+    with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
+        browser.go(f"{af.base_url}/plugin/foodtaster")
+        _log_in(browser, log)
+        page = f"{af.base_url}/foodtaster/datasets/{HELD}/batches/{HELD_ID}"
+        browser.go(page)
+        verdict = browser.text(browser.find("span.verdict"))
+        assert verdict.startswith("held"), verdict
+        counts = [int(browser.text(cell)) for cell in browser.find_all("tr.reason td.n")]
+        assert counts == sorted(counts, reverse=True) and len(browser.find_all("article.sample")) == min(
+            counts[0], 10)
+        links = dict(browser.script("return [...document.querySelectorAll('p.links a')]"
+                                    ".map(a => [a.className, a.href]);"))
+        assert links["run"] == f"{af.base_url}/dags/{HELD_DAG}/runs/{quote(run_id, safe='')}", links
+        browser.screenshot(SCREENSHOTS / "held_batch_drill_down.png")
+
+        # the Data Docs: the gate's page, served from the lake
+        browser.go(links["docs"])
+        _wait(lambda: "Batch gate: orders_held" in browser.text(browser.find("body")), "the Data Docs",
+              log, browser=browser)
+        browser.screenshot(SCREENSHOTS / "held_batch_data_docs.png")
+
+        # the alert as written into the lake, its chart loaded beside it
+        browser.go(links["alert"])
+        _wait(lambda: f"{HELD} batch {HELD_ID}" in browser.text(browser.find("body")), "the alert", log,
+              browser=browser)
+        chart = _wait(lambda: browser.script("const i = document.querySelector('img');"
+                                             " return i && i.complete && [i.naturalWidth];"),
+                      "the alert's chart", log, browser=browser)
+        assert chart[0] > 400, chart  # a broken image has naturalWidth 0
+        browser.screenshot(SCREENSHOTS / "held_batch_alert.png")
+        alert_links = browser.script("return [...document.querySelectorAll('a')].map(a => a.href);")
+        assert alert_links, "the alert carries no link"
+
+        # every link the page and the alert carry opens a page that exists
+        for url in [links["run"], *alert_links]:
+            browser.go(url)
+            _wait(lambda: run_id in browser.text(browser.find("body")), f"{url} showing the run", log,
+                  timeout=60, browser=browser)
+            shown = browser.text(browser.find("body"))
+            assert "not found" not in shown.lower(), (url, shown[:500])
+        browser.screenshot(SCREENSHOTS / "held_batch_alert_run_link.png")
 
 
 def test_a_held_run_is_red_in_the_dag_list_the_runs_list_and_the_grid(standalone, held_run,
