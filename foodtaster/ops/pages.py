@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import fsspec
 
+from foodtaster.data_docs import BATCH_VERDICT_END, BATCH_VERDICT_START
 from foodtaster.errors import NotFound
 from foodtaster.ops.trend import dataset_trend, describe, render_trend
 from foodtaster.registry import DatasetConfig
@@ -362,13 +363,34 @@ def data_docs_file(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str,
                    path: str) -> tuple[bytes, str]:
     """A file of the batch's Data Docs (the gate's page, GX's pages, their styles), and its media
     type. `path` is relative to the Data Docs folder and never leaves it."""
-    config, _entry, summary = _batch(lake, datasets, dataset, batch_id)
+    config, entry, summary = _batch(lake, datasets, dataset, batch_id)
     clean = posixpath.normpath(path)
     if path.startswith("/") or clean == "." or clean.startswith(".."):
         raise PageNotFound(f"{path!r} is not a file of the batch's Data Docs")
     docs = (summary.get("paths") or {}).get("data_docs")
     folder = docs.rsplit("/", 1)[0] if docs else lake.report(config.name, batch_id) + "/data_docs"
-    return _read(f"{folder}/{clean}", f"Data Docs {clean} of batch {batch_id}")
+    content, media_type = _read(f"{folder}/{clean}", f"Data Docs {clean} of batch {batch_id}")
+    if clean == (docs.rsplit("/", 1)[-1] if docs else "gate.html"):  # the gate's own page
+        content = with_batch_verdict(content.decode("utf-8", errors="replace"),
+                                     {**summary, **(entry or {})}, config).encode()
+    return content, media_type
+
+
+def with_batch_verdict(page: str, record: dict[str, Any], config: DatasetConfig) -> str:
+    """The gate's page with the batch's own verdict beside the gate's (in the place the gate
+    left for it): the gate is one of the checks the verdict was decided from."""
+    start, end = page.find(BATCH_VERDICT_START), page.find(BATCH_VERDICT_END)
+    if start < 0 or end < start:
+        return page  # a page of an older gate: as it was written
+    verdict, why = shown_verdict(record)
+    gate = record.get("gate") or {}
+    shown = (f"<p class=\"batch-verdict {_e(verdict)}\"><b>the batch: {_e(verdict)}</b>"
+             f" (quarantine rate {_rate(record.get('quarantine_rate'))}, alert_rate "
+             f"{_rate(config.alert_rate)}, hold_rate {_rate(config.hold_rate)})"
+             + ("; the gate passed, the batch's other checks decided" if gate.get("passed", True)
+                and verdict == "held" else "") + "</p>"
+             + ("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in why) + "</ul>" if why else ""))
+    return page[:start] + shown + page[end + len(BATCH_VERDICT_END):]
 
 
 def alert_file(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str,

@@ -252,10 +252,15 @@ def test_a_real_held_batchs_page_links_its_run_its_data_docs_and_its_alert(stand
         assert links["run"] == f"{af.base_url}/dags/{HELD_DAG}/runs/{quote(run_id, safe='')}", links
         browser.screenshot(SCREENSHOTS / "held_batch_drill_down.png")
 
-        # the Data Docs: the gate's page, served from the lake
+        # the Data Docs: the gate's page, served from the lake, the batch's verdict beside the gate's
         browser.go(links["docs"])
         _wait(lambda: "Batch gate: orders_held" in browser.text(browser.find("body")), "the Data Docs",
               log, browser=browser)
+        assert browser.text(browser.find("p.verdict")) == "batch gate: passed"
+        assert browser.text(browser.find("p.batch-verdict")).startswith(
+            "the batch: held (quarantine rate 35.00%, alert_rate 2.00%, hold_rate 20.00%); the gate passed")
+        observed = [browser.text(row) for row in browser.find_all("tbody tr td:nth-child(5)")]
+        assert observed and not any(value.startswith(("{", "[", "null")) for value in observed), observed
         browser.screenshot(SCREENSHOTS / "held_batch_data_docs.png")
 
         # the alert as written into the lake, its chart loaded beside it
@@ -278,6 +283,36 @@ def test_a_real_held_batchs_page_links_its_run_its_data_docs_and_its_alert(stand
             shown = browser.text(browser.find("body"))
             assert "not found" not in shown.lower(), (url, shown[:500])
         browser.screenshot(SCREENSHOTS / "held_batch_alert_run_link.png")
+
+
+def test_the_validate_log_shows_the_jobs_lines_first_and_readable(standalone, held_run, browser_tools,
+                                                                 tmp_path):
+    """The validate task's log as the API serves it to the UI: the job's lines (its events, its
+    summary as a sentence) before Spark's, which come folded in one group."""
+    af, log = standalone
+    api = AirflowApi(af.base_url, "admin", PASSWORD)
+    path = f"dags/{HELD_DAG}/dagRuns/{quote(held_run['dag_run_id'], safe='')}/taskInstances/validate"
+    events = [e.get("event", "") if isinstance(e, dict) else str(e)
+              for e in api.request("GET", f"{path}/logs/1", params={"full_content": True})["content"]]
+    submitted = next(i for i, e in enumerate(events) if e.startswith("Spark-Submit cmd"))
+    job = [i for i, e in enumerate(events) if e.endswith("(foodtaster.engine.job)")]
+    group = next(i for i, e in enumerate(events) if e.startswith("::group::Spark and the JVM: "))
+    assert submitted < job[0] < group, events[submitted:group + 2]
+    started = events[job[0]]
+    assert started.startswith("started: dataset=orders_held batch=20261113 input=") or started.startswith(
+        "reference_unchecked: "), started
+    summary = next(e for e in events if e.startswith("summary: "))
+    assert summary.startswith(f"summary: {HELD} batch {HELD_ID}: 60 messages = 39 valid + 21 quarantined "
+                              "+ 0 duplicates dropped; quarantine rate 35.00%; staged"), summary
+    assert not any(e.startswith("{") for e in events)  # no raw JSON line
+    assert events.index("::endgroup::", group) > group
+    with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
+        browser.go(f"{af.base_url}/plugin/foodtaster")
+        _log_in(browser, log)
+        browser.go(f"{af.base_url}/{path.replace('dagRuns', 'runs').replace('taskInstances', 'tasks')}")
+        _wait(lambda: "summary: " in browser.text(browser.find("body")), "the validate log", log,
+              timeout=60, browser=browser)
+        browser.screenshot(SCREENSHOTS / "held_run_validate_log.png")
 
 
 def test_a_held_run_is_red_in_the_dag_list_the_runs_list_and_the_grid(standalone, held_run,

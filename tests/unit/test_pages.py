@@ -213,3 +213,25 @@ def test_the_drill_down_links_the_airflow_run_the_data_docs_and_the_alert(drille
             pages.alert_file(drilled, DATASETS, "orders", name)
     bare = pages.batch_page(drilled, DATASETS, "orders", "20261101")
     assert "no Airflow run recorded" in bare and "data-docs" not in bare and "class=alert" not in bare
+
+
+def test_the_gates_page_shows_observed_values_as_text_and_the_batchs_verdict_beside_the_gates(drilled):
+    from foodtaster.engine.gate import batch_page as gate_page
+
+    gate = {"suite": "orders", "passed": True, "failed": [], "results": [
+        {"expectation": "expect_column_quantile_values_to_be_between_within_error", "column": "amount",
+         "success": True, "observed": {"quantiles": [0.5], "values": [84.39]}, "unexpected_percent": None,
+         "error": None},
+        {"expectation": "expect_column_values_to_be_between", "column": "created_at", "success": True,
+         "observed": None, "unexpected_percent": 0.0, "error": None}]}
+    written = gate_page(gate, {"expectations": []}, "orders", "20261106", "2026-11-06", [])
+    assert "<td>quantile 0.5: 84.39</td>" in written and "<td>—</td>" in written  # not raw JSON
+    assert "The gate is one of the checks of the batch&#x27;s verdict" in written  # until served
+    docs = f"{drilled.report('orders', '20261106')}/data_docs"
+    write_text(f"{docs}/gate.html", written)
+    served = pages.data_docs_file(drilled, DATASETS, "orders", "20261106", "gate.html")[0].decode()
+    assert '<p class="verdict">batch gate: passed</p>' in served
+    assert ('<p class="batch-verdict held"><b>the batch: held</b> (quarantine rate 23.00%, alert_rate '
+            "2.00%, hold_rate 20.00%); the gate passed, the batch's other checks decided</p>") in served
+    assert "<li>quarantine rate 23.00% &gt;= hold_rate 20.00%</li>" in served
+    assert "The gate is one of the checks" not in served
