@@ -256,7 +256,7 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
         "Red when the batch was held (not published): its log says why and what to do. "
         "Skipped for an empty landing. Cleared by a release through the redrive DAG, it ends green."))
     def verdict(recorded: dict, **context) -> dict:
-        return steps.verdict(dataset, recorded, context["run_id"])
+        return steps.verdict(dataset, recorded, dag.dag_id, context["run_id"])
 
     # A decorated task's call is typed with the function's parameters, but takes the upstream
     # tasks' XComArgs, which Airflow resolves to their values before it runs.

@@ -256,7 +256,7 @@ def ledger(
 VERDICT_TASK = "verdict"  # the run's last task: red when its batch is held (docs/decisions/016)
 
 
-def verdict(dataset: str, recorded: dict[str, Any], run_id: str) -> dict[str, Any]:
+def verdict(dataset: str, recorded: dict[str, Any], dag_id: str, run_id: str) -> dict[str, Any]:
     """The run's last word on its batch, where an engineer scanning Airflow looks: the run's
     state. Fails (no retry) when the batch is held, so the run is red in the runs list, the
     grid and the DAG list; skipped for an empty landing; done when the batch was published.
@@ -276,6 +276,8 @@ def verdict(dataset: str, recorded: dict[str, Any], run_id: str) -> dict[str, An
     if released:
         log.info("RELEASED by %s at %s: %s (%s; held because: %s)", released["by"], released["at"],
                  released["why"], batch, "; ".join(now.get("held_why") or ()))
+        # cleared by hand after a release the run's note has not heard of (the CLI's, the demo's)
+        note_run(dataset, entry["batch_id"], dag_id, run_id, run_note(now))
         return {"verdict": "released", "released": released}
     if entry["verdict"] == "empty":
         raise AirflowSkipException(f"empty: {batch}: no new files in the inbox")

@@ -362,7 +362,7 @@ def test_a_held_run_is_red_in_the_dag_list_the_runs_list_and_the_grid(standalone
 WAY_BACK_S = 30.0  # from the login form's submit to the page asked for
 
 
-def _log_in(browser: Browser, log: Path) -> None:
+def _log_in(browser: Browser, log: Path, password: str = PASSWORD) -> None:
     """Sign in through the UI's own login form, then expect the page asked for.
 
     The form is drawn by React, and keys typed before it is ready are lost (one CI run on a
@@ -373,7 +373,7 @@ def _log_in(browser: Browser, log: Path) -> None:
         _wait(lambda: "/auth/login" in browser.current_url
               and browser.find_all("input[type=password]"), "the login form", log, browser=browser)
         fields = {browser.find("input:not([type=password])"): "admin",
-                  browser.find("input[type=password]"): PASSWORD}
+                  browser.find("input[type=password]"): password}
         for field, text in fields.items():
             browser.clear(field)
             browser.type(field, text)

@@ -18,7 +18,7 @@ from foodtaster.state.release import release_batch
 from foodtaster_airflow import steps
 from foodtaster_airflow.rest import AirflowApi
 
-RUN = "scheduled__2026-11-20T00:00:00+00:00"
+DAG, RUN = "foodtaster_orders", "scheduled__2026-11-20T00:00:00+00:00"
 HELD = {"quarantine_rate": 0.3, "quarantined": 30, "valid": 69}
 
 
@@ -39,14 +39,14 @@ def recorded(lake: Lake, outcome: str) -> dict:
 
 
 def test_a_published_batch_ends_the_run_green_and_an_empty_landing_skips(lake):
-    assert steps.verdict("orders", recorded(lake, "published"), RUN) == {"verdict": "published"}
+    assert steps.verdict("orders", recorded(lake, "published"), DAG, RUN) == {"verdict": "published"}
     with pytest.raises(AirflowSkipException, match="empty: batch 20261120"):
-        steps.verdict("orders", recorded(lake, "empty"), RUN)
+        steps.verdict("orders", recorded(lake, "empty"), DAG, RUN)
 
 
 def test_a_held_batch_fails_the_run_with_why_and_what_to_do(lake, caplog):
     with pytest.raises(AirflowFailException) as failed:
-        steps.verdict("orders", recorded(lake, "held"), RUN)
+        steps.verdict("orders", recorded(lake, "held"), DAG, RUN)
     assert str(failed.value).startswith(
         "HELD, not published: batch 20261120, inbox date 2026-11-20: quarantine rate 30.00% >= hold_rate")
     assert "held because: quarantine rate 30.00%" in caplog.text
@@ -59,11 +59,12 @@ def test_once_released_the_held_runs_verdict_ends_green_with_who_and_why(lake, c
     staged = lake.staged_valid("orders", "2026-11-20", "20261120")
     write_json(f"{staged}/part-0.json", {})  # the staged rows a release publishes
     release_batch(lake, "orders", "20261120", "the bad rows are a test feed", "alice")
-    assert steps.verdict("orders", held, RUN)["verdict"] == "released"
+    assert steps.verdict("orders", held, DAG, RUN)["verdict"] == "released"
     assert "RELEASED by alice at " in caplog.text and "the bad rows are a test feed" in caplog.text
+    assert "event=run_note_skipped" in caplog.text and "note: RELEASED by alice" in caplog.text
     # a later run of the batch has its own verdict: this run's is still its hold
     with pytest.raises(AirflowFailException):
-        steps.verdict("orders", held, "manual__2026-11-22T10:00:00+00:00")
+        steps.verdict("orders", held, DAG, "manual__2026-11-22T10:00:00+00:00")
     note = steps.run_note(ledger.batch_entry(lake, "orders", "20261120"))
     assert note.startswith("RELEASED by alice at ")
     assert ": the bad rows are a test feed: batch 20261120" in note
