@@ -214,7 +214,10 @@ class ValidateBatchOperator(BaseOperator):
     def on_kill(self) -> None:
         if self.submission is not None:
             self.submission.on_kill()
-            self.submission.log.flush()
+            # what Spark said before the kill, as the task's last words: never a new failure here
+            held = getattr(self.submission, "log", None)
+            if isinstance(held, SparkOutputLog):
+                held.flush()
 
 
 class RetryPassOperator(ValidateBatchOperator):
