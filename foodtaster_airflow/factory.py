@@ -18,11 +18,11 @@ Per run (one data interval, the inbox folder `dt=<date>` of its start):
   infrastructure; poison data never fails it;
 - gate reads the batch summary and passes on its verdict (`foodtaster.policy.decide`, run once by the job);
 - publish makes the staged valid rows visible and emits the dataset's Asset event;
-- alert runs only when the verdict says so; ledger records the batch and pauses the
-  DAG after `disable_after` held batches in a row;
+- alert runs only when the verdict says so; ledger records the batch;
 - verdict fails when the batch was held, so a held run is red in the runs list, the grid and
   the DAG list (docs/decisions/016-a-held-batch-fails-its-run.md); a release through the
-  redrive DAG clears it, and it ends green;
+  redrive DAG clears it, and it ends green. It pauses the DAG after `disable_after` held
+  batches in a row: the run's last task, so the pause leaves no task of the run unscheduled;
 - retry is the retry pass (`spark_jobs/retry_rows.py`): quarantined rows of retryable
   rules that are due, and held messages of released groups; it runs after validate, and
   also when an empty landing skipped it (a referenced dataset may have landed meanwhile).
@@ -256,7 +256,7 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
         "Red when the batch was held (not published): its log says why and what to do. "
         "Skipped for an empty landing. Cleared by a release through the redrive DAG, it ends green."))
     def verdict(recorded: dict, **context) -> dict:
-        return steps.verdict(dataset, recorded, dag.dag_id, context["run_id"])
+        return steps.verdict(dataset, recorded, dag.dag_id, context["run_id"], context["ti"].try_number)
 
     # A decorated task's call is typed with the function's parameters, but takes the upstream
     # tasks' XComArgs, which Airflow resolves to their values before it runs.

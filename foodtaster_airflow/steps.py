@@ -236,7 +236,9 @@ def ledger(
     dag_id: str,
     run_id: str,
 ) -> dict[str, Any]:
-    """Record the batch; after `disable_after` held batches in a row, pause the DAG."""
+    """Record the batch, and say whether the DAG's self-pause is due (`disable_after` held
+    batches in a row): the verdict task, the run's last, pauses it. Paused here, the DAG would
+    leave that task unscheduled and the run running until someone unpaused it."""
     from foodtaster.state import ledger as batch_ledger
 
     lake = Lake(landed["lake"])
@@ -245,21 +247,20 @@ def ledger(
     recorded = batch_ledger.record_run(lake, dataset, entry, config.disable_after)
     log.info("dataset=%s batch=%s event=recorded verdict=%s", dataset, entry["batch_id"],
              entry["verdict"])
-    result = {"entry": entry, "held_streak": recorded.held_streak, "disabled": None,
-              "note": note_run(dataset, entry["batch_id"], dag_id, run_id, run_note(entry))}
-    if recorded.pause_due:
-        # the scheduled DAG pauses, whichever DAG's run (it or the reprocess DAG) held the batch
-        result["disabled"] = disable(dataset, f"foodtaster_{dataset}", recorded.held_streak, config, lake)
-    return result
+    return {"entry": entry, "held_streak": recorded.held_streak, "pause_due": recorded.pause_due,
+            "note": note_run(dataset, entry["batch_id"], dag_id, run_id, run_note(entry))}
 
 
 VERDICT_TASK = "verdict"  # the run's last task: red when its batch is held (docs/decisions/016)
 
 
-def verdict(dataset: str, recorded: dict[str, Any], dag_id: str, run_id: str) -> dict[str, Any]:
+def verdict(dataset: str, recorded: dict[str, Any], dag_id: str, run_id: str,
+            try_number: int = 1) -> dict[str, Any]:
     """The run's last word on its batch, where an engineer scanning Airflow looks: the run's
     state. Fails (no retry) when the batch is held, so the run is red in the runs list, the
     grid and the DAG list; skipped for an empty landing; done when the batch was published.
+    A hold that makes the self-pause due (`ledger`) pauses the scheduled DAG first, on the
+    task's first try only: cleared later, it says its verdict again, it does not pause again.
 
     Read again when the task is cleared: a held batch released since (its ledger record, still
     of this run, says `released`) ends it green, with who released it and why
@@ -284,6 +285,10 @@ def verdict(dataset: str, recorded: dict[str, Any], dag_id: str, run_id: str) ->
     if entry["verdict"] != "held":
         log.info("published: %s: %s valid, %s quarantined", batch, entry["valid"], entry["quarantined"])
         return {"verdict": entry["verdict"]}
+    if recorded.get("pause_due") and try_number == 1:
+        # the scheduled DAG pauses, whichever DAG's run (it or the reprocess DAG) held the batch
+        config = _config(dataset)
+        disable(dataset, f"foodtaster_{dataset}", recorded["held_streak"], config, lake_from_env())
     for why in entry.get("why") or ():
         log.warning("held because: %s", why)
     log.warning(

@@ -130,3 +130,19 @@ def test_a_release_notes_the_held_run_and_clears_its_verdict_task(lake, caplog):
     # no API (`airflow dags test`): the release stands, the log says what to clear by hand
     assert steps.show_release("orders", "20261120", AirflowApi(api.url, "a", "b", timeout=2))["cleared"] == 0
     assert "clear the run's verdict task in the UI" in caplog.text
+
+
+def test_the_self_pause_is_the_held_runs_last_act_once(lake, monkeypatch):
+    """Paused by the ledger task, the DAG would never schedule the verdict task: the run would
+    stay running. The verdict task pauses it, on its first try only (a clear says the verdict
+    again, it does not pause again)."""
+    paused = []
+    monkeypatch.setattr(steps, "disable", lambda *args: paused.append(args[:3]))
+    held = {**recorded(lake, "held"), "held_streak": 3, "pause_due": True}
+    for try_number in (1, 2):
+        with pytest.raises(AirflowFailException):
+            steps.verdict("orders", held, DAG, RUN, try_number)
+    assert paused == [("orders", "foodtaster_orders", 3)]
+    with pytest.raises(AirflowFailException):
+        steps.verdict("orders", {**held, "pause_due": False}, DAG, RUN)
+    assert len(paused) == 1
