@@ -39,7 +39,8 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	@rm -f $(VENV)/.installed-* && touch $@
 
-# The main job: Airflow on SQLite under .airflow/, `airflow dags test` on a clean and a poisoned day.
+# The main job: `airflow dags test` on a clean and a poisoned day, in the Airflow home .airflow/ and
+# the metadata database `make airflow` shows (PostgreSQL's foodtaster_airflow, else SQLite in .airflow/).
 demo: $(STAMP) $(JAR) $(CDS)
 	$(BIN)/python -m foodtaster_dev.demo_airflow
 
@@ -49,7 +50,8 @@ demo-engine: $(STAMP) $(JAR)
 	$(if $(wildcard $(CDS)),SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS -XX:SharedArchiveFile=$(abspath $(CDS))") \
 	$(BIN)/python -m foodtaster_dev demo
 
-# Airflow standalone with the UI on http://localhost:8080 (admin / admin); AIRFLOW_PORT=8090 make airflow to move it
+# Airflow standalone with the UI on http://localhost:8080 (admin / admin), the demo's runs in it;
+# AIRFLOW_PORT=8090 make demo airflow to move it (the demo's alerts link to that port)
 airflow: $(STAMP) $(JAR) $(CDS)
 	$(BIN)/python -m foodtaster_dev.demo_airflow airflow
 
@@ -94,8 +96,11 @@ BENCH_ARGS ?=
 bench: $(STAMP) $(JAR)
 	$(BIN)/python bench/bench_validate.py $(BENCH_ARGS)
 
+# The lake, the Airflow home and the demo's PostgreSQL metadata database, which would show runs
+# of batches no longer in the lake
 clean:
 	rm -rf data/ .airflow/ spark-warehouse/
+	@test ! -x $(BIN)/python || $(BIN)/python -m foodtaster_dev.demo_airflow clean
 
 # Re-pin constraints.txt from the current environment after changing requirements.txt.
 lock:

@@ -4,7 +4,7 @@
 
 Per run (one data interval, the inbox folder `dt=<date>` of its start):
 
-    land -> has_messages -> validate -> gate -> publish ----> ledger
+    land -> has_messages -> validate -> gate -> publish ----> ledger -> verdict
                                      \\         \\-> alert ----/
                                       \\-> retry
 
@@ -18,8 +18,11 @@ Per run (one data interval, the inbox folder `dt=<date>` of its start):
   infrastructure; poison data never fails it;
 - gate reads the batch summary and passes on its verdict (`foodtaster.policy.decide`, run once by the job);
 - publish makes the staged valid rows visible and emits the dataset's Asset event;
-- alert runs only when the verdict says so; ledger records the batch and pauses the
-  DAG after `disable_after` held batches in a row;
+- alert runs only when the verdict says so; ledger records the batch;
+- verdict fails when the batch was held, so a held run is red in the runs list, the grid and
+  the DAG list (docs/decisions/017-a-held-batch-fails-its-run.md); a release through the
+  redrive DAG clears it, and it ends green. It pauses the DAG after `disable_after` held
+  batches in a row: the run's last task, so the pause leaves no task of the run unscheduled;
 - retry is the retry pass (`spark_jobs/retry_rows.py`): quarantined rows of retryable
   rules that are due, and held messages of released groups; it runs after validate, and
   also when an empty landing skipped it (a referenced dataset may have landed meanwhile).
@@ -45,7 +48,7 @@ from foodtaster_airflow.spark_submit import RetryPassOperator, ValidateBatchOper
 
 VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
 RETRY_JOB = PROJECT_ROOT / "spark_jobs" / "retry_rows.py"
-TASK_IDS = ("land", "has_messages", "validate", "gate", "publish", "alert", "ledger", "retry")
+TASK_IDS = ("land", "has_messages", "validate", "gate", "publish", "alert", "ledger", "verdict", "retry")
 REDRIVE_JOB = PROJECT_ROOT / "spark_jobs" / "redrive.py"
 REDRIVE_TASK_IDS = ("plan", "wants_redrive", "redrive", "announce", "release")
 DEFAULT_ARGS = {
@@ -248,6 +251,13 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
             run_id=context["run_id"],
         )
 
+    # No retry: a held batch stays held until a person acts; a retry would only say it again.
+    @task(task_id=steps.VERDICT_TASK, retries=0, doc_md=(
+        "Red when the batch was held (not published): its log says why and what to do. "
+        "Skipped for an empty landing. Cleared by a release through the redrive DAG, it ends green."))
+    def verdict(recorded: dict, **context) -> dict:
+        return steps.verdict(dataset, recorded, dag.dag_id, context["run_id"], context["ti"].try_number)
+
     # A decorated task's call is typed with the function's parameters, but takes the upstream
     # tasks' XComArgs, which Airflow resolves to their values before it runs.
     landed = land()
@@ -266,6 +276,7 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     gate_open >> validate >> decision
     validate >> _retry_task(dataset)
     [published, alerted] >> recorded
+    verdict(recorded)  # type: ignore[arg-type]
 
 
 def _retry_task(dataset: str) -> RetryPassOperator:

@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 from foodtaster.state.lake import Lake, check_batch_id, check_date
-from foodtaster_airflow.steps import PipelineError, lake_from_env
+from foodtaster_airflow.steps import PipelineError, lake_from_env, show_release
 
 log = logging.getLogger(__name__)
 
@@ -77,4 +77,4 @@ def release(dataset: str, planned: dict[str, Any], outlet_event: Any) -> dict[st
                           "path": done["path"], "valid": done["valid"], "released": done["released"]}
     log.info("dataset=%s batch=%s event=released path=%s by=%s why=%s", dataset, done["batch_id"],
              done["path"], planned["by"], planned["why"])
-    return outlet_event.extra
+    return {**outlet_event.extra, "held_run": show_release(dataset, done["batch_id"])}

@@ -122,6 +122,32 @@ class AirflowApi:
             raise AirflowApiError(f"Airflow API: note on {dag_id} {run_id} -> HTTP "
                                   f"{response.status}: {response.data[:500]!r}")
 
+    def clear_task(self, dag_id: str, run_id: str, task_id: str) -> int:
+        """Clear one failed task of a run, as the UI's Clear does (`POST /api/v2/dags/{dag_id}/
+        clearTaskInstances`): the scheduler runs it again and the run's state follows. Returns
+        the task instances cleared (0 when the task had not failed)."""
+        self.token()
+        from airflow_client.client import (
+            ApiException,
+            ClearTaskInstancesBody,
+            ClearTaskInstancesBodyTaskIdsInner,
+            TaskInstanceApi,
+        )
+
+        body = ClearTaskInstancesBody(dag_run_id=run_id, only_failed=True,
+                                      task_ids=[ClearTaskInstancesBodyTaskIdsInner(actual_instance=task_id)],
+                                      dry_run=False, reset_dag_runs=True)
+        try:
+            with self.client() as client:
+                cleared = TaskInstanceApi(client).post_clear_task_instances(
+                    dag_id, body, _request_timeout=self.timeout)
+        except ApiException as err:
+            raise AirflowApiError(
+                f"Airflow API: clear {task_id} of {dag_id} {run_id} -> HTTP {err.status}: "
+                f"{str(err.body)[:500]}"
+            ) from None
+        return int(cleared.total_entries or 0)
+
     def dag(self, dag_id: str) -> dict[str, Any]:
         return self.request("GET", f"dags/{dag_id}")
 

@@ -14,16 +14,23 @@ Spark WARN or a Python traceback reads as INFO in the task log. `SparkOutputLog`
 each line the level it carries (log4j's `WARN`, Python logging's `WARNING`, a JVM
 `WARNING:` notice or `[warning]` log line, a traceback) and sends it to one of two
 loggers, which the task log shows as the line's source: `foodtaster.job` for the job's own
-lines (the engine's `foodtaster.*` log lines, e.g. `event=validated`, and the JSON summary
-the job prints last), `foodtaster.spark` for everything Spark and the JVM say.
+lines (the engine's `foodtaster.*` log lines, e.g. `event=validated`, and the summary the job
+prints last), `foodtaster.spark` for everything Spark and the JVM say.
+
+The job's lines come first and read as a person reads them: as they come, the event first,
+without a second time stamp and level (the task log shows its own), the summary as a
+sentence, not a JSON line. Spark's and the JVM's lines follow once the job ends, folded in
+one log group the UI opens on a click, each at its level.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 import sys
+from collections import Counter, deque
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Any, NoReturn
@@ -176,7 +183,10 @@ class ValidateBatchOperator(BaseOperator):
         self.env_vars = {**env, **(self.env_vars or {})}
         self.submission = self.spark_hook()
         try:
-            self.submission.submit(self.application)
+            try:
+                self.submission.submit(self.application)
+            finally:  # Spark's lines, folded, after the job's and before a failure's own
+                self.submission.log.flush()
         except AirflowException as err:
             exit_code = submit_exit_code(err)
             if exit_code == REFUSED_EXIT_CODE:
@@ -204,6 +214,10 @@ class ValidateBatchOperator(BaseOperator):
     def on_kill(self) -> None:
         if self.submission is not None:
             self.submission.on_kill()
+            # what Spark said before the kill, as the task's last words: never a new failure here
+            held = getattr(self.submission, "log", None)
+            if isinstance(held, SparkOutputLog):
+                held.flush()
 
 
 class RetryPassOperator(ValidateBatchOperator):
@@ -268,19 +282,26 @@ CONTINUATION = re.compile(r"^(at |Caused by|Suppressed:|\.\.\. \d+ more|[\w.$]+(
 TRACEBACK_END = re.compile(r"^[A-Za-z_][\w.]*(: |$)")
 
 
+SPARK_LINES_KEPT = 20_000  # Spark lines held until the job ends; beyond, the oldest are dropped
+EVENT = re.compile(r"^(?P<before>.*?)\s*\bevent=(?P<event>\S+)(?P<after>.*)$")
+
+
 class SparkOutputLog:
     """Stands in for a SparkSubmitHook's logger: the hook's own messages (with %-args) go to
     its logger as before; a bare line, which is spark-submit output, goes out at its level.
 
     A line without a level of its own takes the level of the line it continues (a stack
     trace under an ERROR stays ERROR); any other plain line is INFO, on the job's logger
-    when it is the job's JSON summary.
+    when it is the job's JSON summary. The job's lines go out at once, made readable
+    (`readable`); Spark's wait for `flush`, which logs them in one folded group.
     """
 
     def __init__(self, hook_log: Any) -> None:
         self._hook_log = hook_log
         self._last: tuple[logging.Logger, int] | None = None
         self._in_traceback = False
+        self._spark: deque[tuple[int, str]] = deque(maxlen=SPARK_LINES_KEPT)
+        self._spark_seen = 0
         self.refusal: str | None = None  # the job's `REFUSED: ...` line, when it refused its run
 
     def __getattr__(self, name: str) -> Any:
@@ -291,7 +312,27 @@ class SparkOutputLog:
             self._hook_log.info(msg, *args, **kwargs)
             return
         logger, level = self.route(msg)
-        logger.log(level, "%s", msg)
+        if logger.name == SPARK_LOGGER:
+            self._spark.append((level, msg))
+            self._spark_seen += 1
+            return
+        logger.log(level, "%s", readable(msg))
+
+    def flush(self) -> None:
+        """Log Spark's and the JVM's lines held so far, in one group the task log folds."""
+        if not self._spark:
+            return
+        spark = logging.getLogger(SPARK_LOGGER)
+        counts = Counter(logging.getLevelName(level).lower() for level, _ in self._spark)
+        levels = ", ".join(f"{count} {name}" for name, count in sorted(counts.items()))
+        dropped = self._spark_seen - len(self._spark)
+        spark.info("::group::Spark and the JVM: %d lines (%s)%s", self._spark_seen, levels,
+                   f", the first {dropped} not kept" if dropped else "")
+        for level, line in self._spark:
+            spark.log(level, "%s", line)
+        spark.info("::endgroup::")
+        self._spark.clear()
+        self._spark_seen = 0
 
     def route(self, line: str) -> tuple[logging.Logger, int]:
         """The logger and level for one line of spark-submit's output."""
@@ -323,3 +364,38 @@ class SparkOutputLog:
         self._last = routed
         return routed
 
+
+
+def readable(line: str) -> str:
+    """One of the job's lines as a person reads it in the task log, which shows the time and
+    level already: an engine line as `<event>: <fields> (<module>)`, the summary the job prints
+    last as a sentence; any other line (a traceback's, a refusal) as it is."""
+    if match := PYTHON_LINE.match(line):
+        name, rest = match.group(2), line[match.end():]
+        event = EVENT.match(rest)
+        if event:
+            fields = " ".join(part for part in (event["before"], event["after"].strip()) if part)
+            return f"{event['event']}: {fields} ({name})"
+        return f"{rest} ({name})"
+    if line.startswith("{") and '"batch_id"' in line:
+        try:
+            summary = json.loads(line)
+        except ValueError:
+            return line
+        return job_summary(summary)
+    return line
+
+
+def job_summary(summary: dict[str, Any]) -> str:
+    """The summary line validate_batch.py prints last, as a sentence."""
+    def count(key: str) -> str:
+        return str(summary.get(key, "?"))
+
+    rate = summary.get("quarantine_rate")
+    shown = f"{float(rate):.2%}" if isinstance(rate, int | float) else "?"
+    published = ("published" if summary.get("published")
+                 else "staged: the gate task reads the verdict, publish publishes it or it is held")
+    return (f"summary: {summary.get('dataset', '?')} batch {summary.get('batch_id', '?')}: "
+            f"{count('messages')} messages = {count('valid')} valid + {count('quarantined')} "
+            f"quarantined + {count('duplicates_dropped')} duplicates dropped; quarantine rate "
+            f"{shown}; {published}")

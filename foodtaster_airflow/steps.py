@@ -236,7 +236,9 @@ def ledger(
     dag_id: str,
     run_id: str,
 ) -> dict[str, Any]:
-    """Record the batch; after `disable_after` held batches in a row, pause the DAG."""
+    """Record the batch, and say whether the DAG's self-pause is due (`disable_after` held
+    batches in a row): the verdict task, the run's last, pauses it. Paused here, the DAG would
+    leave that task unscheduled and the run running until someone unpaused it."""
     from foodtaster.state import ledger as batch_ledger
 
     lake = Lake(landed["lake"])
@@ -245,12 +247,86 @@ def ledger(
     recorded = batch_ledger.record_run(lake, dataset, entry, config.disable_after)
     log.info("dataset=%s batch=%s event=recorded verdict=%s", dataset, entry["batch_id"],
              entry["verdict"])
-    result = {"entry": entry, "held_streak": recorded.held_streak, "disabled": None,
-              "note": note_run(dataset, entry["batch_id"], dag_id, run_id, run_note(entry))}
-    if recorded.pause_due:
+    return {"entry": entry, "held_streak": recorded.held_streak, "pause_due": recorded.pause_due,
+            "note": note_run(dataset, entry["batch_id"], dag_id, run_id, run_note(entry))}
+
+
+VERDICT_TASK = "verdict"  # the run's last task: red when its batch is held (docs/decisions/017)
+
+
+def verdict(dataset: str, recorded: dict[str, Any], dag_id: str, run_id: str,
+            try_number: int = 1) -> dict[str, Any]:
+    """The run's last word on its batch, where an engineer scanning Airflow looks: the run's
+    state. Fails (no retry) when the batch is held, so the run is red in the runs list, the
+    grid and the DAG list; skipped for an empty landing; done when the batch was published.
+    A hold that makes the self-pause due (`ledger`) pauses the scheduled DAG first, on the
+    task's first try only: cleared later, it says its verdict again, it does not pause again.
+
+    Read again when the task is cleared: a held batch released since (its ledger record, still
+    of this run, says `released`) ends it green, with who released it and why
+    (docs/decisions/017-a-held-batch-fails-its-run.md).
+    """
+    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+    from foodtaster.state.ledger import batch_entry
+
+    entry = recorded["entry"]
+    batch = f"batch {entry['batch_id']}, inbox date {entry['batch_date']}"
+    now = batch_entry(lake_from_env(), dataset, entry["batch_id"]) or {}
+    released = now.get("released") if now.get("run_id") == run_id else None
+    if released:
+        log.info("RELEASED by %s at %s: %s (%s; held because: %s)", released["by"], released["at"],
+                 released["why"], batch, "; ".join(now.get("held_why") or ()))
+        # cleared by hand after a release the run's note has not heard of (the CLI's, the demo's)
+        note_run(dataset, entry["batch_id"], dag_id, run_id, run_note(now))
+        return {"verdict": "released", "released": released}
+    if entry["verdict"] == "empty":
+        raise AirflowSkipException(f"empty: {batch}: no new files in the inbox")
+    if entry["verdict"] != "held":
+        log.info("published: %s: %s valid, %s quarantined", batch, entry["valid"], entry["quarantined"])
+        return {"verdict": entry["verdict"]}
+    if recorded.get("pause_due") and try_number == 1:
         # the scheduled DAG pauses, whichever DAG's run (it or the reprocess DAG) held the batch
-        result["disabled"] = disable(dataset, f"foodtaster_{dataset}", recorded.held_streak, config, lake)
-    return result
+        config = _config(dataset)
+        disable(dataset, f"foodtaster_{dataset}", recorded["held_streak"], config, lake_from_env())
+    for why in entry.get("why") or ():
+        log.warning("held because: %s", why)
+    log.warning(
+        "what to do: read the reasons and samples on the Foodtaster batches page (Browse); then "
+        "release the batch (`foodtaster release --dataset %s --batch %s --why ...`, or the DAG "
+        "foodtaster_%s_redrive's Release held batch), redrive its rows after a fix, or leave it "
+        "held. A release through the redrive DAG clears this task, which then ends green; after "
+        "a release from the command line, clear it by hand.", dataset, entry["batch_id"], dataset)
+    raise AirflowFailException(f"HELD, not published: {batch}: " + "; ".join(entry.get("why") or ()))
+
+
+def show_release(dataset: str, batch_id: str, api: AirflowApi | None = None) -> dict[str, Any]:
+    """After a release: the held batch's own run says so. Its note becomes the release (who,
+    when, why) and its verdict task is cleared, so the scheduler runs it again and the run
+    turns green. Never fails the release: without the API (`airflow dags test`) it is logged,
+    with what to clear by hand."""
+    from foodtaster.state.ledger import batch_entry
+    from foodtaster_airflow.rest import API_CONN_ID, AirflowApi
+
+    entry = batch_entry(lake_from_env(), dataset, batch_id) or {}
+    dag_id, run_id, released = entry.get("dag_id"), entry.get("run_id"), entry.get("released")
+    if not (dag_id and run_id and released):
+        return {"run": None, "cleared": 0}
+    shown: dict[str, Any] = {"run": [dag_id, run_id], "cleared": 0}
+    note = run_note(entry)
+    if api is None:
+        conn = channels.get_connection(API_CONN_ID)
+        api = AirflowApi.from_connection(conn) if conn is not None else None
+    try:
+        if api is None:
+            raise PipelineError(f"no {API_CONN_ID!r} connection")
+        api.set_note(dag_id, run_id, note[:RUN_NOTE_CHARS])
+        shown["cleared"] = api.clear_task(dag_id, run_id, VERDICT_TASK)
+    except Exception as err:  # noqa: BLE001 - the batch is released; its run's colour is a courtesy
+        log.warning("dataset=%s batch=%s event=release_not_shown_on_run run=%s %s: clear the "
+                    "run's %s task in the UI to turn it green", dataset, batch_id, run_id, err,
+                    VERDICT_TASK)
+    return shown
 
 
 def run_note(entry: dict[str, Any]) -> str:
@@ -261,6 +337,10 @@ def run_note(entry: dict[str, Any]) -> str:
         return f"empty: {batch}: no new files in the inbox"
     rate = (f"{entry['quarantined']} quarantined of {entry['messages']} "
             f"({float(entry['quarantine_rate']):.2%})")
+    if entry.get("released"):
+        released = entry["released"]
+        return (f"RELEASED by {released['by']} at {released['at']}: {released['why']}: {batch}: "
+                f"{rate}; held because: " + "; ".join(entry.get("held_why") or ()))
     if entry["verdict"] == "held":
         return f"HELD, not published: {batch}: {rate}; " + "; ".join(entry["why"])
     return f"published: {batch}: {entry['valid']} valid, {rate}"

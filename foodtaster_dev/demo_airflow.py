@@ -1,7 +1,14 @@
-"""`make demo` and `make airflow`: the pipeline on this machine, Airflow on SQLite in ./.airflow.
+"""`make demo` and `make airflow`: the pipeline on this machine, one Airflow home (./.airflow) and
+one metadata database for both, so the UI shows the runs the demo made and every link an
+alert of the demo carries opens a page that exists.
 
     python -m foodtaster_dev.demo_airflow           # two runs with `airflow dags test`, then a report
     python -m foodtaster_dev.demo_airflow airflow   # `airflow standalone` with the UI
+
+The metadata database (`metadata_database`): FOODTASTER_AIRFLOW_DB when set (a SQLAlchemy URL,
+or `sqlite` for SQLite in the home), else the local PostgreSQL's `foodtaster_airflow` when it
+answers, else SQLite in the home. FOODTASTER_AIRFLOW_HOME moves the home; AIRFLOW_PORT (8080)
+is where the UI listens and what the demo's alerts link to.
 
 The demo drops two generated orders batches into the inbox of the lake (FOODTASTER_LAKE,
 default ./data/lake): a clean day and a poisoned one, runs the DAG for each date and
@@ -29,9 +36,10 @@ from typing import Any
 from foodtaster.registry import PROJECT_ROOT, lake_root
 from foodtaster.state.lake import Lake, exists, read_json
 from foodtaster_dev.demo_nested import nested_demo
-from foodtaster_dev.localenv import ADMIN_USER, LocalAirflow, postgres_database
+from foodtaster_dev.localenv import ADMIN_USER, LocalAirflow, drop_postgres_database, postgres_database
 
-AIRFLOW_HOME = PROJECT_ROOT / ".airflow"
+AIRFLOW_HOME = Path(os.environ.get("FOODTASTER_AIRFLOW_HOME") or PROJECT_ROOT / ".airflow").resolve()
+DATABASE_ENV = "FOODTASTER_AIRFLOW_DB"  # a SQLAlchemy URL, or `sqlite` for SQLite in the home
 DATASET = "orders"
 DAG_ID = f"foodtaster_{DATASET}"
 DEMO_BATCHES = (
@@ -50,8 +58,14 @@ NATS_URL = os.environ.get("FOODTASTER_DEMO_NATS", "nats://127.0.0.1:4222")
 NATS_STREAM, NATS_SUBJECT = "FOODTASTER_DEMO_ORDERS", "foodtaster.demo.orders"
 
 
-def local_airflow(port: int = 8080, db_url: str | None = None) -> LocalAirflow:
-    return LocalAirflow(home=AIRFLOW_HOME, lake=lake_root(), api_port=port, db_url=db_url)
+def ui_port() -> int:
+    return int(os.environ.get("AIRFLOW_PORT", 8080))
+
+
+def local_airflow(port: int | None = None, db_url: str | None = None) -> LocalAirflow:
+    """The demo's and the UI's Airflow: its `[api] base_url`, which the alerts' run links start
+    with, is where `make airflow` listens."""
+    return LocalAirflow(home=AIRFLOW_HOME, lake=lake_root(), api_port=port or ui_port(), db_url=db_url)
 
 
 def stream_registry() -> Path:
@@ -105,15 +119,23 @@ def publish_stream_batch(date: str) -> int | str:
         return f"NATS at {NATS_URL} does not answer ({err!r})"
 
 
-def standalone_database() -> str | None:
-    """The local PostgreSQL's `foodtaster_airflow` database when it can be reached: Airflow
-    refuses backfills on SQLite while its scheduler runs. Else None (SQLite)."""
+def metadata_database() -> str | None:
+    """The one metadata database of the demo and the UI (None: SQLite in the home):
+    FOODTASTER_AIRFLOW_DB when set; else the local PostgreSQL's `foodtaster_airflow` when it
+    can be reached (Airflow refuses backfills on SQLite while its scheduler runs); else SQLite."""
+    chosen = os.environ.get(DATABASE_ENV, "").strip()
+    if chosen:
+        return None if chosen == "sqlite" else chosen
     try:
         return postgres_database(STANDALONE_DATABASE)
     except Exception as err:  # noqa: BLE001 - any failure means: fall back to SQLite
         print(f"PostgreSQL not reachable ({str(err).strip()}): using SQLite; runs work, "
               "backfills may be refused with 'Database is locked'.")
         return None
+
+
+def describe_database(af: LocalAirflow) -> str:
+    return af.db_url.rsplit("@", 1)[-1] if af.db_url else f"SQLite {af.home / 'airflow.db'}"
 
 
 def drop_batches(lake: Lake) -> list[tuple[str, str, int]]:
@@ -151,6 +173,20 @@ def list_resent(lake: Lake, places: list[tuple[str, str, int]]) -> None:
             raise RuntimeError(f"could not list {file}:{line} of {date}")
 
 
+def broken(run: dict[str, Any]) -> bool:
+    """Whether a run failed on something other than its batch's verdict: a held batch fails
+    only the run's verdict task, by design (docs/decisions/017-a-held-batch-fails-its-run.md)."""
+    return run["state"] != "success" and any(
+        state in ("failed", "upstream_failed") for task, state in run["tasks"].items() if task != "verdict")
+
+
+def run_line(run: dict[str, Any]) -> str:
+    state = run["state"].upper()
+    if run["state"] == "failed" and not broken(run):
+        state += " (red in the UI: its batch was held)"
+    return f"run {run['run_id']}: {state}  " + " ".join(f"{task}={s}" for task, s in run["tasks"].items())
+
+
 def outcome(lake: Lake, date: str, run: dict[str, Any]) -> list[str]:
     """What an operator wants to know about a run, from the run and the lake."""
     from foodtaster.sources.raw_batch import batch_id_for
@@ -158,8 +194,7 @@ def outcome(lake: Lake, date: str, run: dict[str, Any]) -> list[str]:
 
     batch_id = batch_id_for(date)
     entries = [e for e in ledger.batch_entries(lake, DATASET) if e["batch_id"] == batch_id]
-    lines = [f"run {run['run_id']}: {run['state'].upper()}  "
-             + " ".join(f"{task}={state}" for task, state in run["tasks"].items())]
+    lines = [run_line(run)]
     if not entries:
         return [*lines, "  no ledger entry: see the log"]
     entry = entries[-1]
@@ -193,9 +228,10 @@ def outcome(lake: Lake, date: str, run: dict[str, Any]) -> list[str]:
 
 def demo() -> int:
     started = time.perf_counter()
-    af = local_airflow()
+    af = local_airflow(db_url=metadata_database())
     lake = Lake(af.lake)
-    print(f"Airflow home {af.home} (SQLite), lake {lake.root}")
+    print(f"Airflow home {af.home}, metadata DB {describe_database(af)} (the UI's: make airflow), "
+          f"lake {lake.root}")
     af.migrate()
     print("Sample batches:")
     resent = drop_batches(lake)
@@ -210,13 +246,14 @@ def demo() -> int:
         run = af.dags_test(DAG_ID, date, log=log)
         print("\n".join(outcome(lake, date, run)))
         print(f"  took {time.perf_counter() - run_started:.0f}s")
-        failed += run["state"] != "success"
+        failed += broken(run)
         if date == DEMO_BATCHES[0][0]:
             list_resent(lake, resent)
     failed += stream_demo(af, lake, logs)
     failed += nested_demo(af, lake, logs)
     failed += redrive_demo(af, lake, logs)
-    print(f"\nDone in {time.perf_counter() - started:.0f}s. The UI: make airflow")
+    print(f"\nDone in {time.perf_counter() - started:.0f}s. The UI, with these runs: make airflow "
+          f"({af.base_url}, {ADMIN_USER} / {af.password})")
     return 1 if failed else 0
 
 
@@ -237,14 +274,13 @@ def stream_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
     print(f"\nPublished {published} messages to JetStream stream {NATS_STREAM} ({NATS_URL}).\n"
           f"airflow dags test {dag_id} {date}   (landed from the stream; log: {log})", flush=True)
     run = af.dags_test(dag_id, date, log=log)
-    print(f"run {run['run_id']}: {run['state'].upper()}  "
-          + " ".join(f"{task}={state}" for task, state in run["tasks"].items()))
+    print(run_line(run))
     for entry in ledger.batch_entries(lake, STREAM_DATASET)[-1:]:
         print(f"  batch {entry['batch_id']}: {entry['verdict'].upper()} - {entry['messages']} messages, "
               f"{entry['valid']} valid, {entry['quarantined']} quarantined, "
               f"{entry['duplicates_dropped']} duplicates dropped; _source_file nats://{NATS_STREAM}/..., "
               "_line_number the stream sequence")
-    return int(run["state"] != "success")
+    return int(broken(run))
 
 
 REDRIVE_DAG_ID = f"foodtaster_{DATASET}_redrive"
@@ -280,9 +316,8 @@ def redrive_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
         print(f"\nairflow dags test {REDRIVE_DAG_ID} {logical_date} -c '{conf}'   ({what}; log: {log})",
               flush=True)
         run = af.dags_test(REDRIVE_DAG_ID, logical_date, conf=conf, log=log)
-        print(f"run {run['run_id']}: {run['state'].upper()}  "
-              + " ".join(f"{task}={state}" for task, state in run["tasks"].items()))
-        failed += run["state"] != "success"
+        print(run_line(run))
+        failed += broken(run)
         reports = sorted((Path(lake.root) / "reports" / DATASET).glob("redrive-*/redrive.json"),
                          key=lambda path: read_json(str(path))["finished_at"])
         if reports:
@@ -295,6 +330,7 @@ def redrive_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
             if entry.get("released"):
                 print(f"  released by {entry['released']['by']} at {entry['released']['at']}: "
                       f"{entry['released']['why']}")
+                show_release(af, entry)
     for record in ledger.redrive_entries(lake, DATASET):
         print(f"  {record.get('kind', 'redrive')} {record['batch_id']} by {record['by']}: "
               f"{record['counts'].get('published', 0)} rows published {sorted(record['published'].values())}")
@@ -305,11 +341,22 @@ def redrive_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
     return failed
 
 
+def show_release(af: LocalAirflow, entry: dict[str, Any]) -> None:
+    """Clear the released batch's red verdict task, as the release task does through the REST
+    API when Airflow runs (`airflow dags test` has no API): `make airflow`'s scheduler runs it
+    again, it reads the release in the ledger, and the run turns green."""
+    day = entry["batch_date"]
+    # `-t` is a search in the task ids (an anchored pattern finds none): no other task has this name
+    args = ["tasks", "clear", entry["dag_id"], "-t", "verdict", "-s", day, "-e", day, "-f", "-y"]
+    print("  its run turns green once its verdict task runs again: " + " ".join(["airflow", *args]))
+    af.airflow(*args, timeout=300)
+
+
 def standalone(port: int) -> int:
     """`airflow standalone` in the foreground, with this repo's DAGs and lake."""
-    af = local_airflow(port, standalone_database())
+    af = local_airflow(port, metadata_database())
     af.migrate()
-    database = af.db_url or "SQLite in the home folder"
+    database = f"{describe_database(af)}, the demo's too"
     print(
         f"\nAirflow UI: {af.base_url}   log in as {ADMIN_USER} / {af.password}\n"
         f"DAGs from {PROJECT_ROOT / 'dags'}, lake {af.lake}, home {af.home},\n"
@@ -337,11 +384,27 @@ def standalone(port: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="foodtaster_dev.demo_airflow", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", nargs="?", choices=("demo", "airflow"), default="demo")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("AIRFLOW_PORT", 8080)),
+    parser.add_argument("command", nargs="?", choices=("demo", "airflow", "clean"), default="demo")
+    parser.add_argument("--port", type=int, default=ui_port(),
                         help="the UI's port for `airflow` (default 8080, or AIRFLOW_PORT)")
     args = parser.parse_args(argv)
+    if args.command == "clean":
+        return clean()
     return standalone(args.port) if args.command == "airflow" else demo()
+
+
+def clean() -> int:
+    """Drop the demo's PostgreSQL metadata database (`make clean`), unless FOODTASTER_AIRFLOW_DB
+    names another: with the lake gone, its runs would link to batches that are not there."""
+    if os.environ.get(DATABASE_ENV):
+        return 0
+    try:
+        drop_postgres_database(STANDALONE_DATABASE)
+    except Exception as err:  # noqa: BLE001 - no PostgreSQL: nothing of the demo's is there
+        print(f"PostgreSQL not reachable ({str(err).strip()}): no metadata database to drop")
+        return 0
+    print(f"dropped the PostgreSQL database {STANDALONE_DATABASE} (the demo's and make airflow's runs)")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""Foodtaster's page in the Airflow UI: every dataset's recent batches and trend, and one
-batch's reasons and samples.
+"""Foodtaster's page in the Airflow UI: every dataset's recent batches and trend, one batch's
+reasons and quarantined messages, and what the lake keeps of a batch for a person: its Data
+Docs and its alerts.
 
 An Airflow 3 plugin: a FastAPI app served by the api-server under /foodtaster/, shown
 in the UI's Browse menu as an external view (an iframe). The pages are rendered by
@@ -35,12 +36,50 @@ def batches() -> str:
 
 
 @app.get("/datasets/{dataset}/batches/{batch_id}", response_class=HTMLResponse)
-def batch(dataset: str, batch_id: str) -> str:
+def batch(dataset: str, batch_id: str, reason: str | None = Query(None),
+          page: int = Query(1, ge=1)) -> str:
     from foodtaster.ops.pages import PageNotFound, batch_page
 
     lake, datasets = _context()
     try:
-        return batch_page(lake, datasets, dataset, batch_id)
+        return batch_page(lake, datasets, dataset, batch_id, reason=reason, page=page)
+    except PageNotFound as err:
+        raise HTTPException(status_code=404, detail=str(err)) from err
+
+
+# Pages written into the lake (Data Docs, alerts) hold values a producer sent: served on the
+# UI's own origin, they may run no script and fetch nothing but their own folder's files. They
+# keep their origin (`allow-same-origin`, harmless without `allow-scripts`), so the images and
+# styles they fetch carry the user's session, as the pages' own fetch did.
+LAKE_PAGE_POLICY = ("sandbox allow-same-origin allow-popups allow-top-navigation-by-user-activation; "
+                    "default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'")
+
+
+def _lake_file(found: tuple[bytes, str]) -> Response:
+    content, media_type = found
+    return Response(content, media_type=media_type, headers={
+        "Content-Security-Policy": LAKE_PAGE_POLICY, "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "no-store"})
+
+
+@app.get("/datasets/{dataset}/batches/{batch_id}/data-docs/{path:path}")
+def data_docs(dataset: str, batch_id: str, path: str) -> Response:
+    from foodtaster.ops.pages import PageNotFound, data_docs_file
+
+    lake, datasets = _context()
+    try:
+        return _lake_file(data_docs_file(lake, datasets, dataset, batch_id, path))
+    except PageNotFound as err:
+        raise HTTPException(status_code=404, detail=str(err)) from err
+
+
+@app.get("/datasets/{dataset}/alerts/{name}")
+def alert(dataset: str, name: str) -> Response:
+    from foodtaster.ops.pages import PageNotFound, alert_file
+
+    lake, datasets = _context()
+    try:
+        return _lake_file(alert_file(lake, datasets, dataset, name))
     except PageNotFound as err:
         raise HTTPException(status_code=404, detail=str(err)) from err
 

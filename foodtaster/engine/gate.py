@@ -312,6 +312,8 @@ def batch_page(gate: dict[str, Any], document: dict[str, Any], dataset: str, bat
     One row an expectation: what it checks, why (the suite's `meta`), what GX observed, and
     the verdict; links go to GX's own pages in the same folder.
     """
+    from foodtaster.data_docs import BATCH_VERDICT_END, BATCH_VERDICT_START
+
     suite = {(e["type"], e.get("kwargs", {}).get("column")): e for e in document["expectations"]}
     parameters = batch_parameters(batch_date)
     rows = []
@@ -319,7 +321,7 @@ def batch_page(gate: dict[str, Any], document: dict[str, Any], dataset: str, bat
         expectation = suite.get((result["expectation"], result["column"]), {})
         arguments = {k: _resolved(v, parameters) for k, v in expectation.get("kwargs", {}).items()
                      if k != "column"}
-        observed = _h(json.dumps(result["observed"], default=str))
+        observed = _h(observed_text(result["observed"]))
         if result["error"]:
             observed += f"<br>error: {_h(result['error'])}"
         unexpected = "" if result["unexpected_percent"] is None else f"{result['unexpected_percent']:.4g}%"
@@ -331,6 +333,10 @@ def batch_page(gate: dict[str, Any], document: dict[str, Any], dataset: str, bat
             f"<td>{unexpected}</td><td>{_h(expectation.get('meta', {}).get('why', ''))}</td></tr>"
         )
     verdict = "passed" if gate["passed"] else "FAILED: the batch is held"
+    held_also = ("The gate is one of the checks of the batch's verdict: a batch whose gate passed "
+                 "is still held when its quarantine rate reaches hold_rate or its counts do not add "
+                 "up. The batch's verdict is in its summary.json, and the Foodtaster batches page "
+                 "(Airflow UI, Browse) shows it here.")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{_h(dataset)} {_h(batch_id)}: batch gate {verdict}</title>
@@ -342,7 +348,8 @@ tr.failed td {{ background: #fde2e2; }} tr.ok td:first-child {{ color: #176b2c; 
 .verdict {{ font-size: 1.3em; }} code {{ font-size: .9em; }}
 </style></head><body>
 <h1>Batch gate: {_h(dataset)}</h1>
-<p class="verdict">{_h(verdict)}</p>
+<p class="verdict">batch gate: {_h(verdict)}</p>
+{BATCH_VERDICT_START}<p class="batch-verdict">{_h(held_also)}</p>{BATCH_VERDICT_END}
 <dl>
 <dt>dataset (GX data asset)</dt><dd>{_h(dataset)}</dd>
 <dt>batch (GX run name)</dt><dd>{_h(batch_id)}</dd>
@@ -359,6 +366,24 @@ tr.failed td {{ background: #fde2e2; }} tr.ok td:first-child {{ color: #176b2c; 
 <a href="index.html">Data Docs index</a></p>
 </body></html>
 """
+
+
+def observed_text(value: Any) -> str:
+    """What GX observed, as a person reads it: a number or a word as it is, a list joined, a
+    quantile result as `quantile 0.5: 84.39`, any other mapping as `key: value` pairs; nothing
+    observed (a per-row expectation counts its unexpected rows instead) as a dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, dict):
+        if set(value) == {"quantiles", "values"}:
+            return ", ".join(f"quantile {q}: {observed_text(v)}"
+                             for q, v in zip(value["quantiles"], value["values"], strict=False))
+        return "; ".join(f"{key}: {observed_text(item)}" for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(observed_text(item) for item in value) or "none"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def _resolved(value: Any, parameters: dict[str, Any]) -> Any:

@@ -8,13 +8,19 @@ rule comes from files a person can edit.
 
 from __future__ import annotations
 
+import posixpath
+import re
 from html import escape
 from typing import Any
 from urllib.parse import quote
 
+import fsspec
+
+from foodtaster.data_docs import BATCH_VERDICT_END, BATCH_VERDICT_START
 from foodtaster.errors import NotFound
 from foodtaster.ops.trend import dataset_trend, describe, render_trend
 from foodtaster.registry import DatasetConfig
+from foodtaster.state.browse import NotInLake, quarantined_rows
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json
 from foodtaster.state.ledger import batch_entries
 
@@ -40,7 +46,12 @@ table{border-collapse:collapse;font-size:.85rem}
 td,th{border-bottom:1px solid #dde;padding:.25rem .6rem;text-align:left;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 .published{color:#2b7a3d;font-weight:600}.held{color:#c0392b;font-weight:600}.empty{color:#777}
+.released{color:#a15c00;font-weight:600}.superseded{color:#5b4ab0;font-weight:600}
+.who{display:block;font-weight:400;color:#445;font-size:.8rem;max-width:24rem}
 pre{white-space:pre-wrap;word-break:break-all;background:#f5f6f8;padding:.4rem;margin:0;max-width:60rem}
+article.sample{border-top:1px solid #dde;padding:.4rem 0 .8rem;max-width:70rem}
+article.sample h3{font-size:.9rem;margin:.3rem 0}pre.raw{max-width:none;font-size:.85rem;line-height:1.35}
+.reasons{font-size:.85rem;margin-top:.3rem}tr.shown{background:#fff4d6}.links a{margin-right:.2rem}
 img{max-width:100%;border:1px solid #dde}.muted{color:#667}
 """
 
@@ -88,6 +99,41 @@ def rates(record: dict[str, Any]) -> list[tuple[str, str, str]]:
     return shown
 
 
+def shown_verdict(entry: dict[str, Any]) -> tuple[str, list[str]]:
+    """The batch's verdict as the page shows it, and who and why: `held`; `released` (held,
+    then published by an operator); `superseded` (a corrected delivery replaced the held one,
+    and the batch was judged again); `published` or `empty`. A batch held again after a
+    correction shows `held`: what needs a person now comes first."""
+    verdict = entry.get("verdict") if isinstance(entry.get("verdict"), str) else None
+    why = entry.get("why")
+    why = [why] if isinstance(why, str) and why else list(why or ())
+    superseded = entry.get("superseded")
+    replaced = ([f"a corrected delivery replaced {len(superseded.get('files') or ())} file(s), "
+                 f"by {superseded.get('by')} at {superseded.get('at')}: {superseded.get('why')}"]
+                if isinstance(superseded, dict) else [])
+    released = entry.get("released")
+    if isinstance(released, dict):
+        return "released", [f"released by {released.get('by')} at {released.get('at')}: "
+                            f"{released.get('why')}",
+                            *(f"held because: {line}" for line in entry.get("held_why") or ()),
+                            *replaced]
+    if verdict == "held":
+        return "held", [*why, *replaced]
+    if replaced:
+        return "superseded", [*replaced, f"then {verdict}", *why]
+    return verdict or "validated, not recorded in the ledger", why
+
+
+NEEDS_WHO = ("held", "released", "superseded")  # the verdicts the list says who and why of
+
+
+def _verdict_cell(entry: dict[str, Any]) -> str:
+    word, lines = shown_verdict(entry)
+    lines = lines if word in NEEDS_WHO else []
+    return (f"<td class=\"verdict {_e(word)}\">{_e(word)}"
+            + "".join(f"<span class=who>{_e(line)}</span>" for line in lines) + "</td>")
+
+
 def _top_reasons(pairs: Any) -> str:
     return "<br>".join(f"{_e(count)}&nbsp;&nbsp;{_e(rule)}" for rule, count in pairs or ())
 
@@ -102,7 +148,7 @@ def batches_page(lake: Lake, datasets: dict[str, DatasetConfig], *, limit: int =
             f"<tr class=batch><td>{_e(e['batch_date'])}</td>"
             f"<td><a href=\"datasets/{quote(name)}/batches/{quote(e['batch_id'])}\">"
             f"{_e(e['batch_id'])}</a></td>"
-            f"<td class={_e(e['verdict'])}>{_e(e['verdict'])}</td>"
+            + _verdict_cell(e)
             + "".join(f"<td class=n>{_e(e.get(k))}</td>"
                       for k in ("messages", "valid", "quarantined", "duplicates_dropped"))
             + f"<td class=n>{_rate(e.get('quarantine_rate'))}</td>"
@@ -145,9 +191,13 @@ def _reason_cells(reasons: list[dict[str, Any]]) -> str:
     )
 
 
-def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, batch_id: str) -> str:
-    """One batch: its final verdict and counts (the ledger), its reasons and samples (the
-    summary). Served at `datasets/<dataset>/batches/<batch_id>`."""
+SAMPLES_PER_PAGE = 10  # quarantined messages of one reason a page shows
+RAW_CHARS = 4000  # a raw message longer than this is cut, saying how much is left out
+
+
+def _batch(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str,
+           batch_id: str) -> tuple[DatasetConfig, dict[str, Any] | None, dict[str, Any]]:
+    """The dataset's config, the batch's ledger record (or None) and its summary (or {})."""
     config = _config(datasets, dataset)
     try:
         check_batch_id(batch_id)
@@ -157,27 +207,113 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
     summary_uri = lake.summary(config.name, batch_id)
     if entry is None and not exists(summary_uri):
         raise PageNotFound(f"dataset {dataset!r} has no batch {batch_id!r} in its ledger or reports")
-    summary = read_json(summary_uri) if exists(summary_uri) else {}
+    return config, entry, read_json(summary_uri) if exists(summary_uri) else {}
+
+
+def _raw_text(raw: Any) -> str:
+    """A message as a person reads it: UTF-8 (any other byte as \\xNN), cut at RAW_CHARS."""
+    text = raw.decode("utf-8", errors="backslashreplace") if isinstance(raw, bytes) else str(raw or "")
+    if len(text) <= RAW_CHARS:
+        return text
+    return f"{text[:RAW_CHARS]}\n… {len(text) - RAW_CHARS} more characters (foodtaster quarantine show)"
+
+
+def _samples_of(lake: Lake, dataset: str, batch_id: str, summary: dict[str, Any],
+                rule: str) -> tuple[list[dict[str, Any]], str]:
+    """The batch's quarantined messages with a reason of `rule`, in file and line order: from
+    its quarantine partition, else (no partition: a batch of an older lake, or a test's) the
+    few samples its summary kept. And where they were read."""
+    from pyarrow import ArrowException
+
+    try:
+        rows = quarantined_rows(lake, dataset, batch_id, rule=rule)
+        return ([{"source_file": r["_source_file"], "line_number": r["_line_number"], "raw": r["_raw"],
+                  "reasons": r["reasons"] or []} for r in rows], "the quarantine partition")
+    except (NotInLake, ArrowException, KeyError):
+        kept = [s for s in summary.get("samples") or ()
+                if any(r.get("rule") == rule for r in s.get("reasons") or ())]
+        return kept, "the samples the batch summary kept (no quarantine partition to read)"
+
+
+def _sample(lake: Lake, sample: dict[str, Any], number: int) -> str:
+    raw = _raw_text(sample.get("raw"))
+    return (f"<article class=sample id=\"sample-{number}\"><h3>{number}. "
+            f"<code>{_e(in_lake(lake, sample.get('source_file')))}:{_e(sample.get('line_number'))}"
+            f"</code></h3><pre class=raw>{_e(raw)}</pre>"
+            f"<div class=reasons>{_reason_cells(sample.get('reasons') or [])}</div></article>")
+
+
+def _pager(rule: str, page: int, pages: int, first: int, last: int, total: int) -> str:
+    def link(to: int, label: str) -> str:
+        return f"<a href=\"?reason={quote(rule)}&amp;page={to}#samples\">{label}</a>"
+
+    return ("<p class=pager>"
+            + (link(page - 1, "&larr; previous") + " &middot; " if page > 1 else "")
+            + f"messages {first}&ndash;{last} of {total} &middot; page {page} of {pages}"
+            + (" &middot; " + link(page + 1, "next &rarr;") if page < pages else "") + "</p>")
+
+
+def _links(lake: Lake, config: DatasetConfig, batch_id: str, record: dict[str, Any],
+           summary: dict[str, Any]) -> str:
+    """Where else the batch is: its Airflow run (the UI's own page, in the whole window, not
+    in the plugin's frame), its Data Docs and its alerts (served from the lake beside this page)."""
+    links = []
+    if record.get("dag_id") and record.get("run_id"):
+        run = f"dags/{quote(str(record['dag_id']), safe='')}/runs/{quote(str(record['run_id']), safe='')}"
+        links.append(f"<a class=run target=_top href=\"../../../../{run}\">Airflow run "
+                     f"{_e(record['run_id'])}</a>")
+    else:
+        links.append("<span class=muted>no Airflow run recorded (run outside the pipeline)</span>")
+    if (summary.get("paths") or {}).get("data_docs"):
+        links.append(f"<a class=docs href=\"{quote(batch_id)}/data-docs/gate.html\">Data Docs: the "
+                     "batch gate</a>")
+    for kind in alert_kinds(lake, config.name, batch_id):
+        links.append(f"<a class=alert href=\"../alerts/{quote(batch_id)}-{quote(kind)}.html\">the "
+                     f"{_e(kind)} alert</a>")
+    return "<p class=links>" + " &middot; ".join(links) + "</p>"
+
+
+def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, batch_id: str, *,
+               reason: str | None = None, page: int = 1) -> str:
+    """One batch: its final verdict and counts (the ledger), its reasons by count (the summary),
+    the quarantined messages of one reason a page at a time (the quarantine partition, the top
+    reason first), and links to its Airflow run, Data Docs and alerts. Served at
+    `datasets/<dataset>/batches/<batch_id>?reason=<rule>&page=<n>`."""
+    config, entry, summary = _batch(lake, datasets, dataset, batch_id)
     record = {**summary, **(entry or {})}  # the ledger tells the final state; the summary the detail
-    verdict = record.get("verdict")
-    verdict = verdict if isinstance(verdict, str) else "validated, not recorded in the ledger"
+    verdict, why = shown_verdict(record)
     counts = "".join(
         f"<tr><th>{_e(label)}</th><td class=n>{_e(record.get(key))}</td></tr>"
         for label, key in (("messages", "messages"), ("valid", "valid"),
                            ("quarantined", "quarantined"), ("duplicates dropped", "duplicates_dropped"))
     ) + "".join(f"<tr class=rate><th>{_e(name)}</th><td class=n>{_e(value)}</td>"
                 f"<td class=muted>{_e(what)}</td></tr>" for name, value, what in rates(record))
-    reasons = "".join(f"<tr><td class=n>{_e(count)}</td><td>{_e(rule)}</td></tr>"
-                      for rule, count in sorted((summary.get("reasons") or {}).items(),
-                                                key=lambda item: (-item[1], item[0])))
-    samples = "".join(
-        f"<tr class=sample><td>{_e(in_lake(lake, s.get('source_file')))}:{_e(s.get('line_number'))}</td>"
-        f"<td><pre>{_e(s.get('raw'))}</pre></td><td>{_reason_cells(s.get('reasons') or [])}</td></tr>"
-        for s in summary.get("samples") or ()
-    )
+    by_count = sorted((summary.get("reasons") or {}).items(), key=lambda item: (-item[1], item[0]))
+    if reason is None and by_count:
+        reason = by_count[0][0]
+    if reason is not None and reason not in dict(by_count):
+        raise PageNotFound(f"batch {batch_id!r} has no quarantined message with reason {reason!r} "
+                           f"(its reasons: {[rule for rule, _ in by_count]})")
+    reasons = "".join(
+        f"<tr class=\"reason{' shown' if rule == reason else ''}\"><td class=n>{_e(count)}</td>"
+        f"<td><a href=\"?reason={quote(rule)}#samples\">{_e(rule)}</a></td></tr>"
+        for rule, count in by_count)
+    samples_html = "<p class=muted>No sample.</p>"
+    if reason is not None:
+        samples, source = _samples_of(lake, config.name, batch_id, summary, reason)
+        pages = max(1, -(-len(samples) // SAMPLES_PER_PAGE))
+        if not 1 <= page <= pages:
+            raise PageNotFound(f"reason {reason!r} of batch {batch_id!r} has {pages} page(s), not {page}")
+        first = (page - 1) * SAMPLES_PER_PAGE
+        shown = samples[first:first + SAMPLES_PER_PAGE]
+        pager = _pager(reason, page, pages, first + 1, first + len(shown), len(samples))
+        samples_html = (
+            f"<p>Messages quarantined with reason <b>{_e(reason)}</b>, from {_e(source)}; a message "
+            "may have other reasons too. Each as it was landed, byte for byte (not run, not "
+            "rendered).</p>" + pager + "".join(_sample(lake, sample, first + number)
+                                               for number, sample in enumerate(shown, 1))
+            + (pager if len(shown) > 3 else "")) if shown else "<p class=muted>No sample.</p>"
     paths = summary.get("paths") or {}
-    why = record.get("why")
-    why = [why] if isinstance(why, str) else list(why or ())
     body = (
         f"<p><a href=\"../../../\">&larr; all batches</a></p>"
         f"<h1>{_e(config.name)} batch {_e(batch_id)}</h1>"
@@ -186,17 +322,85 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
         f"<b>{_rate(record.get('quarantine_rate'))}</b> (alert_rate {_rate(config.alert_rate)}, "
         f"hold_rate {_rate(config.hold_rate)})</p>"
         + ("<ul class=why>" + "".join(f"<li>{_e(line)}</li>" for line in why) + "</ul>" if why else "")
+        + _links(lake, config, batch_id, record, summary)
         + f"<table>{counts}</table>"
-        + "<h2>Reasons</h2>"
-        + (f"<table><thead><tr><th>rows</th><th>rule</th></tr></thead><tbody>{reasons}</tbody></table>"
+        + "<h2>Reasons, most messages first</h2>"
+        + (f"<table><thead><tr><th>messages</th><th>rule (its messages below)</th></tr></thead>"
+           f"<tbody>{reasons}</tbody></table>"
            if reasons else "<p class=muted>No reason recorded (no summary, or nothing quarantined).</p>")
-        + "<h2>Samples</h2>"
-        + (f"<table><thead><tr><th>where</th><th>raw message</th><th>reasons</th></tr></thead>"
-           f"<tbody>{samples}</tbody></table>" if samples else "<p class=muted>No sample.</p>")
+        + f"<h2 id=samples>Quarantined messages{': ' + _e(reason) if reason else ''}</h2>"
+        + samples_html
         + (f"<p class=muted>quarantine partition: <code>{_e(in_lake(lake, paths['quarantine']))}</code> "
            f"(under the lake root {_e(lake.root)})</p>" if paths.get("quarantine") else "")
     )
     return _document(f"{config.name} {batch_id}", body)
+
+
+def alert_kinds(lake: Lake, dataset: str, batch_id: str) -> list[str]:
+    """The kinds of alert written for the batch (`batch`, `refused`), from the alert files."""
+    fs, folder = fsspec.core.url_to_fs(lake.state("alerts", dataset))
+    prefix = f"{batch_id}-"
+    names = [path.rsplit("/", 1)[-1] for path in fs.glob(f"{folder}/{batch_id}-*.html")] \
+        if fs.exists(folder) else []
+    return sorted(name[len(prefix):-len(".html")] for name in names)
+
+
+MEDIA_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css", ".png": "image/png",
+               ".json": "application/json", ".js": "text/javascript", ".svg": "image/svg+xml",
+               ".ico": "image/x-icon"}
+ALERT_FILE = re.compile(r"[0-9A-Za-z_-]+\.(?:html|png)")
+
+
+def _read(uri: str, shown_as: str) -> tuple[bytes, str]:
+    fs, path = fsspec.core.url_to_fs(uri)
+    if not fs.isfile(path):
+        raise PageNotFound(f"{shown_as} is not in the lake")
+    suffix = "." + path.rsplit(".", 1)[-1] if "." in path.rsplit("/", 1)[-1] else ""
+    return fs.cat_file(path), MEDIA_TYPES.get(suffix, "application/octet-stream")
+
+
+def data_docs_file(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, batch_id: str,
+                   path: str) -> tuple[bytes, str]:
+    """A file of the batch's Data Docs (the gate's page, GX's pages, their styles), and its media
+    type. `path` is relative to the Data Docs folder and never leaves it."""
+    config, entry, summary = _batch(lake, datasets, dataset, batch_id)
+    clean = posixpath.normpath(path)
+    if path.startswith("/") or clean == "." or clean.startswith(".."):
+        raise PageNotFound(f"{path!r} is not a file of the batch's Data Docs")
+    docs = (summary.get("paths") or {}).get("data_docs")
+    folder = docs.rsplit("/", 1)[0] if docs else lake.report(config.name, batch_id) + "/data_docs"
+    content, media_type = _read(f"{folder}/{clean}", f"Data Docs {clean} of batch {batch_id}")
+    if clean == (docs.rsplit("/", 1)[-1] if docs else "gate.html"):  # the gate's own page
+        content = with_batch_verdict(content.decode("utf-8", errors="replace"),
+                                     {**summary, **(entry or {})}, config).encode()
+    return content, media_type
+
+
+def with_batch_verdict(page: str, record: dict[str, Any], config: DatasetConfig) -> str:
+    """The gate's page with the batch's own verdict beside the gate's (in the place the gate
+    left for it): the gate is one of the checks the verdict was decided from."""
+    start, end = page.find(BATCH_VERDICT_START), page.find(BATCH_VERDICT_END)
+    if start < 0 or end < start:
+        return page  # a page of an older gate: as it was written
+    verdict, why = shown_verdict(record)
+    gate = record.get("gate") or {}
+    shown = (f"<p class=\"batch-verdict {_e(verdict)}\"><b>the batch: {_e(verdict)}</b>"
+             f" (quarantine rate {_rate(record.get('quarantine_rate'))}, alert_rate "
+             f"{_rate(config.alert_rate)}, hold_rate {_rate(config.hold_rate)})"
+             + ("; the gate passed, the batch's other checks decided" if gate.get("passed", True)
+                and verdict == "held" else "") + "</p>"
+             + ("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in why) + "</ul>" if why else ""))
+    return page[:start] + shown + page[end + len(BATCH_VERDICT_END):]
+
+
+def alert_file(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str,
+               name: str) -> tuple[bytes, str]:
+    """An alert written for one of the dataset's batches (`<batch_id>-<kind>.html`, its chart
+    `<batch_id>-<kind>-trend.png`), and its media type."""
+    config = _config(datasets, dataset)
+    if not ALERT_FILE.fullmatch(name):
+        raise PageNotFound(f"{name!r} is not the name of an alert file")
+    return _read(lake.state("alerts", config.name, name), f"alert {name} of {dataset}")
 
 
 def trend_png(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, *,

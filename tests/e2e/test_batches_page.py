@@ -1,25 +1,31 @@
 """The batches page in the Airflow UI, in Debian's headless chromium, on a real
-`airflow standalone`: a ledger and summaries written into its lake, the page opened as a
-logged-in user, a screenshot taken, and what a person reads on it checked.
+`airflow standalone`: a ledger and summaries written into its lake, one real held run
+triggered through the REST API, the pages opened as a logged-in user, screenshots taken, and
+what a person reads on them checked.
 
-The registry's dataset has no schedule, so the scheduler starts no Spark job: the page
-reads only the lake, and the test stays well under three minutes on two cores.
+The registry's datasets have no schedule, so the scheduler starts no Spark job of its own:
+`orders` is a ledger and summaries written by hand; `orders_held` gets one small batch over
+hold_rate (60 messages), the module's one Spark run, triggered as the UI's form does. That run
+is red in the DAG list, the runs list and the grid (docs/decisions/017).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import requests
+from support.e2e import HOLDING, fill_inbox
 from support.environment import need
 from support.webdriver import ELEMENT, Browser, WebDriverError, browser_binaries
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake, write_json
 from foodtaster.state.ledger import record_batch
+from foodtaster_airflow.rest import AirflowApi, AirflowApiError
 from foodtaster_dev.localenv import LocalAirflow, free_port, stop_group, wait_for_http
 
 pytestmark = pytest.mark.slow
@@ -34,9 +40,19 @@ datasets:
     expectation_suite: {PROJECT_ROOT / "expectations/orders.json"}
     alert_rate: 0.02
     hold_rate: 0.20
+  orders_held:
+    description: Order events (one real run, held)
+    schedule: null
+    start_date: "2026-11-01"
+    contract: contracts.orders:Orders
+    expectation_suite: {PROJECT_ROOT / "expectations/orders.json"}
+    alert_rate: 0.02
+    hold_rate: 0.20
 """
 HOSTILE_RAW = '{"note": "<script>window.pwned=1</script>", "amount": -5 & 1}'
 SCREENSHOTS = PROJECT_ROOT / "data" / "screenshots"  # kept after the run, for a person
+HELD, HELD_DAG = "orders_held", "foodtaster_orders_held"  # the one real run: a batch over hold_rate
+HELD_DATE, HELD_ID = "2026-11-13", "20261113"
 
 
 def _entry(day: str, messages: int, quarantined: int, verdict: str, top: list) -> dict:
@@ -62,10 +78,23 @@ def fill_lake(root: str) -> None:
                      "reasons": [{"layer": "parse", "rule": "json.invalid", "column": None,
                                   "message": "not strict JSON", "value": None}]}],
     })
+    # its quarantine as the job writes it: 36 json.invalid (the hostile one first), 80 amount
     folder = Path(lake.quarantine("orders", "2026-11-12", "20261112"))
     folder.mkdir(parents=True)
-    pq.write_table(pa.table({"producer": ["checkout-svc"] * 90 + ["fulfilment-svc"] * 26}),
-                   folder / "part-00000.parquet")
+    rules = ["json.invalid"] * 36 + ["amount.greater_than(0)"] * 80
+    raws = [HOSTILE_RAW.encode()] + [b'{"order_id": "o-%d", "amount": -%d}' % (n, n) for n in range(2, 117)]
+    source = f"{lake.raw('orders', '2026-11-12', '20261112')}/part-1.jsonl"
+    pq.write_table(pa.table({
+        "_raw": pa.array(raws, pa.binary()),
+        "reasons": [[{"layer": "parse" if rule == "json.invalid" else "row", "rule": rule,
+                      "column": None if rule == "json.invalid" else "amount",
+                      "message": "not strict JSON" if rule == "json.invalid" else "must be > 0"}]
+                    for rule in rules],
+        "_batch_id": ["20261112"] * 116, "_source_file": [source] * 116,
+        "_line_number": pa.array(range(1, 117), pa.int64()),
+        "_ingested_at": ["2026-11-12T01:00:00+00:00"] * 116,
+        "producer": ["checkout-svc"] * 90 + ["fulfilment-svc"] * 26,
+    }), folder / "part-00000.parquet")
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +123,36 @@ def standalone(tmp_path_factory, browser_tools):
         yield af, log
     finally:
         stop_group(process)
+
+
+@pytest.fixture(scope="module")
+def held_run(standalone) -> dict:
+    """A real run of `foodtaster_orders_held` on a small batch over hold_rate, triggered through the
+    REST API as the UI's trigger form does; the run as the API gives it once finished."""
+    import time
+
+    af, log = standalone
+    fill_inbox(af.lake, HELD_DATE, dataset=HELD, seed=13, messages=60, **HOLDING)
+    api = AirflowApi(af.base_url, "admin", PASSWORD)
+    _until(lambda: _parsed(api, HELD_DAG), 180)
+    run_id = api.request("POST", f"dags/{HELD_DAG}/dagRuns", json={
+        "logical_date": None, "conf": {"batch_date": HELD_DATE}})["dag_run_id"]
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        run = api.request("GET", f"dags/{HELD_DAG}/dagRuns/{run_id}")
+        if run["state"] in ("success", "failed"):
+            tasks = api.task_instances(HELD_DAG, run_id)
+            run["tasks"] = {ti["task_id"]: ti["state"] for ti in tasks}
+            return run
+        time.sleep(2)
+    raise AssertionError(f"run {run_id} did not finish\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def _parsed(api: AirflowApi, dag_id: str) -> bool:
+    try:
+        return bool(api.dag(dag_id))
+    except AirflowApiError:
+        return False
 
 
 def _token(af: LocalAirflow) -> str:
@@ -129,7 +188,7 @@ def test_the_batches_page_and_its_drill_down_in_chromium(standalone, browser_too
 
         # the page itself: newest batch first, its verdict, rate, top reason, the chart
         browser.go(f"{af.base_url}/foodtaster/")
-        rows = [" ".join(browser.text(row).split()) for row in browser.find_all("tr.batch")]
+        rows = [" ".join(browser.text(row).split()) for row in browser.find_all("#dataset-orders tr.batch")]
         assert [row.split()[1] for row in rows] == ["20261112", "20261111", "20261110"]
         assert rows[0].startswith("2026-11-12 20261112 held 400 284 116 0 29.00%"), rows[0]
         assert "80 amount.greater_than(0)" in rows[0]
@@ -148,22 +207,162 @@ def test_the_batches_page_and_its_drill_down_in_chromium(standalone, browser_too
         _wait(lambda: browser.current_url.endswith("/foodtaster/datasets/orders/batches/20261112"),
               "the drill-down page", log)
         assert browser.text(browser.find("span.verdict")) == "held"
-        raw = browser.text(browser.find("tr.sample pre"))
-        assert raw == HOSTILE_RAW  # shown as text, byte for byte, not run as markup
+        # reasons by count, the top one's messages shown ten a page
+        reasons = [" ".join(browser.text(row).split()) for row in browser.find_all("tr.reason")]
+        assert reasons == ["80 amount.greater_than(0)", "36 json.invalid"]
+        assert len(browser.find_all("article.sample")) == 10
+        assert "messages 1–10 of 80 · page 1 of 8" in browser.text(browser.find("p.pager"))
+        browser.click(browser.find("p.pager a"))  # next
+        _wait(lambda: "page=2" in browser.current_url, "the second page", log)
+        assert "messages 11–20 of 80 · page 2 of 8" in browser.text(browser.find("p.pager"))
+        assert browser.text(browser.find("article.sample pre.raw")) == '{"order_id": "o-47", "amount": -47}'
+        # another reason: its messages, the raw one shown as text, byte for byte, on the page's width
+        browser.click(browser.find('tr.reason a[href="?reason=json.invalid#samples"]'))
+        _wait(lambda: "reason=json.invalid" in browser.current_url, "the json.invalid messages", log)
+        raw = browser.find("article.sample pre.raw")
+        assert browser.text(raw) == HOSTILE_RAW  # not run as markup
+        assert browser.script("return arguments[0].getBoundingClientRect().width", {ELEMENT: raw}) > 800
         assert browser.script("return window.pwned === undefined"
                               " && document.querySelectorAll('script').length === 0")
-        where = browser.text(browser.find("tr.sample td"))
-        assert where == "file:/inbox/orders/dt=2026-11-12/part-1.jsonl:17"
-        reasons = " ".join(browser.text(browser.find("body")).split())
-        assert "80 amount.greater_than(0)" in reasons and "36 json.invalid" in reasons
+        where = browser.text(browser.find("article.sample h3"))
+        assert where == "1. raw/orders/batch_date=2026-11-12/batch_id=20261112/part-1.jsonl:1"
+        assert "json.invalid: not strict JSON" in browser.text(browser.find("article.sample .reasons"))
         shot = browser.screenshot(SCREENSHOTS / "batch_drill_down.png")  # for a person to look at
         assert shot.stat().st_size > 10_000
+
+
+def test_a_real_held_batchs_page_links_its_run_its_data_docs_and_its_alert(standalone, held_run,
+                                                                           browser_tools, tmp_path):
+    """The drill-down of the real held run's batch, and every link it and its alert carry,
+    followed in the browser to a page that exists."""
+    af, log = standalone
+    run_id = held_run["dag_run_id"]
+    with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
+        browser.go(f"{af.base_url}/plugin/foodtaster")
+        _log_in(browser, log)
+        page = f"{af.base_url}/foodtaster/datasets/{HELD}/batches/{HELD_ID}"
+        browser.go(page)
+        verdict = browser.text(browser.find("span.verdict"))
+        assert verdict.startswith("held"), verdict
+        counts = [int(browser.text(cell)) for cell in browser.find_all("tr.reason td.n")]
+        assert counts == sorted(counts, reverse=True) and len(browser.find_all("article.sample")) == min(
+            counts[0], 10)
+        links = dict(browser.script("return [...document.querySelectorAll('p.links a')]"
+                                    ".map(a => [a.className, a.href]);"))
+        assert links["run"] == f"{af.base_url}/dags/{HELD_DAG}/runs/{quote(run_id, safe='')}", links
+        browser.screenshot(SCREENSHOTS / "held_batch_drill_down.png")
+
+        # the Data Docs: the gate's page, served from the lake, the batch's verdict beside the gate's
+        browser.go(links["docs"])
+        _wait(lambda: "Batch gate: orders_held" in browser.text(browser.find("body")), "the Data Docs",
+              log, browser=browser)
+        assert browser.text(browser.find("p.verdict")) == "batch gate: passed"
+        assert browser.text(browser.find("p.batch-verdict")).startswith(
+            "the batch: held (quarantine rate 35.00%, alert_rate 2.00%, hold_rate 20.00%); the gate passed")
+        observed = [browser.text(row) for row in browser.find_all("tbody tr td:nth-child(5)")]
+        assert observed and not any(value.startswith(("{", "[", "null")) for value in observed), observed
+        browser.screenshot(SCREENSHOTS / "held_batch_data_docs.png")
+
+        # the alert as written into the lake, its chart loaded beside it
+        browser.go(links["alert"])
+        _wait(lambda: f"{HELD} batch {HELD_ID}" in browser.text(browser.find("body")), "the alert", log,
+              browser=browser)
+        chart = _wait(lambda: browser.script("const i = document.querySelector('img');"
+                                             " return i && i.complete && [i.naturalWidth];"),
+                      "the alert's chart", log, browser=browser)
+        assert chart[0] > 400, chart  # a broken image has naturalWidth 0
+        browser.screenshot(SCREENSHOTS / "held_batch_alert.png")
+        alert_links = browser.script("return [...document.querySelectorAll('a')].map(a => a.href);")
+        assert alert_links, "the alert carries no link"
+
+        # every link the page and the alert carry opens a page that exists
+        for url in [links["run"], *alert_links]:
+            browser.go(url)
+            _wait(lambda: run_id in browser.text(browser.find("body")), f"{url} showing the run", log,
+                  timeout=60, browser=browser)
+            shown = browser.text(browser.find("body"))
+            assert "not found" not in shown.lower(), (url, shown[:500])
+        browser.screenshot(SCREENSHOTS / "held_batch_alert_run_link.png")
+
+
+def test_the_validate_log_shows_the_jobs_lines_first_and_readable(standalone, held_run, browser_tools,
+                                                                 tmp_path):
+    """The validate task's log as the API serves it to the UI: the job's lines (its events, its
+    summary as a sentence) before Spark's, which come folded in one group."""
+    af, log = standalone
+    api = AirflowApi(af.base_url, "admin", PASSWORD)
+    path = f"dags/{HELD_DAG}/dagRuns/{quote(held_run['dag_run_id'], safe='')}/taskInstances/validate"
+    events = [e.get("event", "") if isinstance(e, dict) else str(e)
+              for e in api.request("GET", f"{path}/logs/1", params={"full_content": True})["content"]]
+    submitted = next(i for i, e in enumerate(events) if e.startswith("Spark-Submit cmd"))
+    job = [i for i, e in enumerate(events) if e.endswith("(foodtaster.engine.job)")]
+    group = next(i for i, e in enumerate(events) if e.startswith("::group::Spark and the JVM: "))
+    assert submitted < job[0] < group, events[submitted:group + 2]
+    started = events[job[0]]
+    assert started.startswith("started: dataset=orders_held batch=20261113 input=") or started.startswith(
+        "reference_unchecked: "), started
+    summary = next(e for e in events if e.startswith("summary: "))
+    assert summary.startswith(f"summary: {HELD} batch {HELD_ID}: 60 messages = 39 valid + 21 quarantined "
+                              "+ 0 duplicates dropped; quarantine rate 35.00%; staged"), summary
+    assert not any(e.startswith("{") for e in events)  # no raw JSON line
+    assert events.index("::endgroup::", group) > group
+    with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
+        browser.go(f"{af.base_url}/plugin/foodtaster")
+        _log_in(browser, log)
+        browser.go(f"{af.base_url}/{path.replace('dagRuns', 'runs').replace('taskInstances', 'tasks')}")
+        _wait(lambda: "summary: " in browser.text(browser.find("body")), "the validate log", log,
+              timeout=60, browser=browser)
+        browser.screenshot(SCREENSHOTS / "held_run_validate_log.png")
+
+
+def test_a_held_run_is_red_in_the_dag_list_the_runs_list_and_the_grid(standalone, held_run,
+                                                                     browser_tools, tmp_path):
+    af, log = standalone
+    run_id = held_run["dag_run_id"]
+    # only the verdict task failed: the pipeline did its work, the batch waits for a person
+    assert held_run["state"] == "failed", held_run
+    assert {task for task, state in held_run["tasks"].items() if state != "success"} == {
+        "publish", "verdict"}, held_run["tasks"]
+    assert held_run["note"].startswith(f"HELD, not published: batch {HELD_ID}, inbox date {HELD_DATE}")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
+        browser.go(f"{af.base_url}/plugin/foodtaster")
+        _log_in(browser, log)
+        # the DAG list: the latest run's badge
+        browser.go(f"{af.base_url}/dags")
+        badge = _wait(lambda: browser.script(
+            "const card = [...document.querySelectorAll('[data-testid=dag-card]')].find(c =>"
+            " c.querySelector('[data-testid=dag-id]').textContent.trim() === arguments[0]);"
+            " const b = card && card.querySelector('[data-testid=latest-run] [data-testid=state-badge]');"
+            " return b && b.getAttribute('aria-label');", HELD_DAG), "the DAG list's latest run", log,
+            browser=browser)
+        assert badge == "failed"
+        browser.screenshot(SCREENSHOTS / "held_run_dag_list.png")
+        # the runs list: the run's state, and the grid beside it: the verdict cell is the red one
+        browser.go(f"{af.base_url}/dags/{HELD_DAG}/runs")
+        state = _wait(lambda: browser.text(browser.find("td[data-testid=table-cell-state]")),
+                      "the runs list", log, browser=browser)
+        assert state == "Failed"
+        # each cell's colour as the screen shows it (the UI's CSS gives oklch(): a canvas says rgb)
+        colours = _wait(lambda: browser.script(
+            "const rgb = css => { const c = document.createElement('canvas').getContext('2d');"
+            " c.fillStyle = css; c.fillRect(0, 0, 1, 1);"
+            " return [...c.getImageData(0, 0, 1, 1).data].slice(0, 3); };"
+            " const colour = t => { const a = document.getElementById('grid-' + arguments[0] + '-' + t);"
+            " const b = a && a.querySelector('[data-testid=task-state-badge]');"
+            " return b && rgb(getComputedStyle(b).backgroundColor); };"
+            " const all = {verdict: colour('verdict'), ledger: colour('ledger')};"
+            " return all.verdict && all.ledger ? all : null;", run_id),
+            "the grid's cells", log, browser=browser)
+        (red, green) = (colours["verdict"], colours["ledger"])
+        assert red[0] > 150 > red[1] and green[1] > green[0], colours
+        browser.screenshot(SCREENSHOTS / "held_run_runs_list_and_grid.png")
 
 
 WAY_BACK_S = 30.0  # from the login form's submit to the page asked for
 
 
-def _log_in(browser: Browser, log: Path) -> None:
+def _log_in(browser: Browser, log: Path, password: str = PASSWORD) -> None:
     """Sign in through the UI's own login form, then expect the page asked for.
 
     The form is drawn by React, and keys typed before it is ready are lost (one CI run on a
@@ -174,7 +373,7 @@ def _log_in(browser: Browser, log: Path) -> None:
         _wait(lambda: "/auth/login" in browser.current_url
               and browser.find_all("input[type=password]"), "the login form", log, browser=browser)
         fields = {browser.find("input:not([type=password])"): "admin",
-                  browser.find("input[type=password]"): PASSWORD}
+                  browser.find("input[type=password]"): password}
         for field, text in fields.items():
             browser.clear(field)
             browser.type(field, text)

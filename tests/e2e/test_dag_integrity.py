@@ -18,7 +18,8 @@ from foodtaster.state.lake import BATCH_ID_PATTERN
 
 DAGS_FOLDER = PROJECT_ROOT / "dags"
 PARSE_BUDGET_SECONDS = 3.0  # the DAG files alone take about 0.4 s on an idle machine
-EXPECTED_TASKS = {"land", "has_messages", "validate", "gate", "publish", "alert", "ledger", "retry"}
+EXPECTED_TASKS = {"land", "has_messages", "validate", "gate", "publish", "alert", "ledger", "verdict",
+                  "retry"}
 REDRIVE_TASKS = {"plan", "wants_redrive", "redrive", "announce", "release"}
 HEAVY_MODULES = ("pyspark", "pandera", "great_expectations")
 
@@ -86,6 +87,10 @@ PARSE_SCRIPT = textwrap.dedent("""
                 "validate": submit(dag, "validate"),
                 "redrive": submit(dag, "redrive"),
                 "land_concurrency": getattr(dag.task_dict.get("land"), "max_active_tis_per_dag", None),
+                "verdict": {"retries": dag.task_dict["verdict"].retries,
+                            "downstream": sorted(dag.task_dict["verdict"].downstream_task_ids),
+                            "rule": dag.task_dict["verdict"].trigger_rule.value}
+                if "verdict" in dag.task_dict else None,
                 "ledger_rule": getattr(
                     getattr(dag.task_dict.get("ledger"), "trigger_rule", None), "value", None
                 ),
@@ -144,11 +149,13 @@ def test_orders_dag_has_the_pipeline_tasks_in_order(bag):
     for edge in [
         ("land", "has_messages"), ("has_messages", "validate"), ("validate", "gate"),
         ("gate", "publish"), ("gate", "alert"), ("publish", "ledger"), ("alert", "ledger"),
-        ("land", "ledger"), ("validate", "retry"),
+        ("land", "ledger"), ("validate", "retry"), ("ledger", "verdict"),
     ]:
         assert edge in edges, f"missing {edge[0]} >> {edge[1]}"
     # the empty-landing short circuit must still let the ledger record the batch
     assert dag["ledger_rule"] == "none_failed"
+    # a held batch fails the run at its last task, never retried (docs/decisions/017)
+    assert dag["verdict"] == {"retries": 0, "downstream": [], "rule": "all_success"}
 
 
 def test_orders_dag_runs_on_data_intervals_with_params_and_an_asset(bag):

@@ -51,7 +51,11 @@ def run_with_sinks(airflow: LocalAirflow, date: str, log, smtp: SmtpSink, slack:
                           "password": SLACK_TOKEN},
     }
     run = airflow.dags_test(DAG_ID, date, log=log)
-    assert run["state"] == "success", f"{run}\n{log.read_text()[-5000:]}"
+    # a held batch fails its run at the verdict task alone (docs/decisions/017)
+    held = run["tasks"].get("verdict") == "failed"
+    assert run["state"] == ("failed" if held else "success"), f"{run}\n{log.read_text()[-5000:]}"
+    failed = [task for task, state in run["tasks"].items() if state == "failed"]
+    assert failed == (["verdict"] if held else []), run
     if CDS_ARCHIVE.is_file():  # made for these JVMs: a stale one or another class path is a loss
         assert "Unable to use shared archive" not in log.read_text(), \
             f"the Spark JVMs did not map {CDS_ARCHIVE}: rebuild it with `make cds`"
@@ -70,7 +74,8 @@ def test_a_clean_batch_is_published_with_no_alert(airflow, lake, tmp_path):
         run = run_with_sinks(airflow, date, tmp_path / "run.log", smtp, slack)
     assert run["tasks"] == {
         "land": "success", "has_messages": "success", "validate": "success", "gate": "success",
-        "publish": "success", "alert": "skipped", "ledger": "success", "retry": "success",
+        "publish": "success", "alert": "skipped", "ledger": "success", "verdict": "success",
+        "retry": "success",
     }
     assert smtp.messages == [] and slack.requests == []
     # nothing quarantined yet, so nothing to retry: the retry task started no Spark
@@ -155,6 +160,8 @@ def test_a_batch_over_hold_rate_is_held_not_published(airflow, lake, tmp_path):
     assert run["tasks"]["publish"] == "skipped"
     assert run["tasks"]["alert"] == "success"
     assert run["tasks"]["ledger"] == "success"
+    # red where an engineer looks first: the run fails at its verdict task (docs/decisions/017)
+    assert run["tasks"]["verdict"] == "failed" and run["state"] == "failed"
     the_lake = Lake(lake)
     assert not exists(the_lake.valid(DATASET, date, batch_id))
     assert parquet_rows(the_lake.quarantine(DATASET, date, batch_id)) == (
@@ -188,7 +195,7 @@ def test_an_empty_interval_ends_green_with_nothing_downstream_but_the_ledger(
     assert poison.lineage not in {p.lineage for p in GroupLog(the_lake, DATASET).open_poison()}
     assert run["tasks"] == {
         "land": "success", "has_messages": "success", "validate": "skipped", "gate": "skipped",
-        "publish": "skipped", "alert": "skipped", "ledger": "success",
+        "publish": "skipped", "alert": "skipped", "ledger": "success", "verdict": "skipped",
         "retry": "success",  # a referenced dataset may have landed meanwhile
     }
     assert ledger_entry(lake, batch_id)["verdict"] == "empty"

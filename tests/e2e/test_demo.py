@@ -1,4 +1,6 @@
-"""`make demo`: Airflow on SQLite, `airflow dags test` on a clean and a poisoned day."""
+"""`make demo`, then `make airflow` on the same Airflow home and metadata database: the demo's
+runs on a clean and a poisoned day, then the UI in Debian's headless chromium showing them,
+and every link the demo's alert carries opening a page that exists."""
 
 import json
 import os
@@ -8,20 +10,40 @@ import sys
 from pathlib import Path
 
 import pytest
+import requests
+from support.webdriver import Browser, browser_binaries
+from test_batches_page import _log_in, _wait
+
+from foodtaster_airflow.rest import AirflowApi, AirflowApiError
+from foodtaster_dev.localenv import free_port, start_group, stop_group, wait_for_http
 
 ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "data" / "screenshots"
+pytestmark = pytest.mark.slow
 
 
-@pytest.mark.slow
-def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(tmp_path):
-    env = {**os.environ, "FOODTASTER_LAKE": str(tmp_path), "PYSPARK_PYTHON": sys.executable}
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> tuple[Path, dict[str, str], str]:
+    """`make demo` in an Airflow home and lake of its own, SQLite its metadata database; the
+    lake, the environment `make airflow` then runs in, and what the demo printed."""
+    lake, home = tmp_path_factory.mktemp("lake"), tmp_path_factory.mktemp("airflow")
+    env = {**os.environ, "FOODTASTER_LAKE": str(lake), "PYSPARK_PYTHON": sys.executable,
+           "FOODTASTER_AIRFLOW_HOME": str(home), "FOODTASTER_AIRFLOW_DB": "sqlite",
+           "AIRFLOW_PORT": str(free_port())}
     done = subprocess.run([sys.executable, "-m", "foodtaster_dev.demo_airflow"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    out = done.stdout
+    return lake, env, done.stdout
+
+
+def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(demo):
+    tmp_path, env, out = demo
+    assert f"metadata DB SQLite {env['FOODTASTER_AIRFLOW_HOME']}/airflow.db (the UI's: make airflow)" in out
     clean, poisoned = out.split("airflow dags test foodtaster_orders 2026-11-21")
     assert "SUCCESS" in clean and "PUBLISHED" in clean and "alert=skipped" in clean
-    assert "SUCCESS" in poisoned and "HELD (critical)" in poisoned and "publish=skipped" in poisoned
+    # the held day's run is red, at its verdict task alone (docs/decisions/017)
+    assert "FAILED (red in the UI: its batch was held)" in poisoned and "verdict=failed" in poisoned
+    assert "HELD (critical)" in poisoned and "publish=skipped" in poisoned
     # Two of the clean day's poison messages, listed after its run, come again: quarantined as listed.
     assert clean.count("  foodtaster poison add --batch 20261120 --file ") == 2
     assert clean.count("listed ") >= 2 and "listed:" not in clean
@@ -38,6 +60,7 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(tmp_path):
     assert "DRY RUN, nothing moved" in redrive_part and "currency.isin" in redrive_part
     assert "batch 20261121: PUBLISHED, held because:" in redrive_part
     assert "released by airflow:" in redrive_part
+    assert "its run turns green once its verdict task runs again: airflow tasks clear" in redrive_part
     assert (held_day / "batch_id=20261121").is_dir() and list(held_day.glob("batch_id=redrive-*"))
     m = re.search(r"accounts of 20261121: (\d+) messages = (\d+) valid \+ (\d+) redriven \+ "
                   r"(\d+) quarantined \+ (\d+) duplicates dropped \+ (\d+) purged", redrive_part)
@@ -66,3 +89,66 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(tmp_path):
         messages, valid, quarantined, dropped = map(int, m.groups())
         assert messages == 500 == valid + quarantined + dropped
         assert list((tmp_path / "valid/orders_stream").glob("batch_date=*/batch_id=*/*.parquet"))
+
+
+def test_make_airflow_shows_the_demos_runs_and_the_alerts_links_open(demo, tmp_path):
+    """`make airflow` after `make demo`: the same database, so the UI lists the demo's runs;
+    the released day's run turns green once the scheduler reruns its verdict task; and the
+    run link the poisoned day's alert carries opens that run's page."""
+    chromium, chromedriver = browser_binaries()
+    if chromium is None or chromedriver is None:
+        pytest.skip("Debian's chromium and chromium-driver (make browser-tools)")
+    lake, env, _out = demo
+    base = f"http://localhost:{env['AIRFLOW_PORT']}"
+    log = tmp_path / "standalone.log"
+    process = start_group([sys.executable, "-m", "foodtaster_dev.demo_airflow", "airflow"], env, log)
+    try:
+        wait_for_http(f"{base}/api/v2/version", timeout=240, process=process, log=log)
+        api = AirflowApi(base, "admin", "admin")
+        # the demo's two runs (the scheduler adds one of its own, for the latest interval)
+        runs = _wait(lambda: _runs(api, "foodtaster_orders"), "the demo's runs", log, timeout=180)
+        days = {(run["logical_date"] or "")[:10]: run for run in runs}
+        assert {"2026-11-20", "2026-11-21"} <= set(days), runs
+        held = days["2026-11-21"]
+        # released by the demo's redrive run: the scheduler reruns the cleared verdict task
+        released = _wait(lambda: _finished(api, held["dag_run_id"]), "the released run", log,
+                         timeout=240)
+        assert released["state"] == "success", released
+        assert (released["note"] or "").startswith("RELEASED by airflow:"), released  # said by verdict
+
+        alert = (lake / "_state/alerts/orders/20261121-batch.html").read_text()
+        links = re.findall(r'href="(https?://[^"]+)"', alert)
+        assert links and all(link.startswith(base + "/") for link in links), links
+        with Browser(chromium, chromedriver, tmp_path / "chromedriver.log") as browser:
+            browser.go(f"{base}/plugin/foodtaster")
+            _log_in(browser, log, password="admin")
+            for link in links:
+                browser.go(link)
+                _wait(lambda: held["dag_run_id"] in browser.text(browser.find("body")),
+                      f"{link} showing the run", log, timeout=60, browser=browser)
+                assert "not found" not in browser.text(browser.find("body")).lower()
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            browser.screenshot(SCREENSHOTS / "demo_alert_run_link.png")
+            browser.go(f"{base}/dags/foodtaster_orders/runs")
+            state = _wait(lambda: browser.script(
+                "const row = [...document.querySelectorAll('tr')].find(r => r.textContent.includes("
+                "arguments[0])); const c = row && row.querySelector('td[data-testid=table-cell-state]');"
+                " return c && c.textContent.trim();", held["dag_run_id"]), "the runs list", log,
+                browser=browser)
+            assert state == "Success", state
+            browser.screenshot(SCREENSHOTS / "demo_runs_in_make_airflow.png")
+    finally:
+        stop_group(process)
+
+
+def _runs(api: AirflowApi, dag_id: str) -> list[dict] | None:
+    try:
+        return api.dag_runs(dag_id) or None
+    except (AirflowApiError, requests.RequestException):
+        return None
+
+
+def _finished(api: AirflowApi, run_id: str) -> dict | None:
+    """The run once it is finished again (the demo's clear queued it)."""
+    run = api.request("GET", f"dags/foodtaster_orders/dagRuns/{run_id}")
+    return run if run["state"] in ("success", "failed") else None

@@ -30,8 +30,8 @@ def setting(tmp_path_factory):
     fill_inbox(lake, DATE, seed=13, **HOLDING)
     log = tmp_path_factory.mktemp("logs") / "pipeline.log"
     run = af.dags_test(DAG_ID, DATE, log=log)
-    assert run["state"] == "success", log.read_text()[-5000:]
-    assert run["tasks"]["publish"] == "skipped"  # held
+    assert run["state"] == "failed", log.read_text()[-5000:]  # held: red (docs/decisions/017)
+    assert run["tasks"]["publish"] == "skipped" and run["tasks"]["verdict"] == "failed"
     # The contract fix: a registry whose orders contract accepts lowercase currency codes.
     document = yaml.safe_load((PROJECT_ROOT / "pipeline.yaml").read_text())
     document["datasets"][DATASET]["contract"] = FIX

@@ -76,7 +76,7 @@ def test_the_submit_operator_sends_the_parser_jar_with_the_job(tmp_path, monkeyp
 
 def test_spark_warnings_reach_the_task_log_as_warnings(tmp_path, monkeypatch, caplog):
     """Under real spark-submit: a log4j WARN from the driver's JVM is a WARNING in the log,
-    the job's JSON line is on the job's logger."""
+    the job's summary line is on the job's logger, read as a sentence, before Spark's lines."""
     import logging
 
     from foodtaster_airflow.spark_submit import JOB_LOGGER, SPARK_LOGGER, ValidateBatchOperator
@@ -99,7 +99,10 @@ def test_spark_warnings_reach_the_task_log_as_warnings(tmp_path, monkeypatch, ca
     routed = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
     assert any(name == SPARK_LOGGER and level == "WARNING" and "WARN probe: probe says careful"
                in line for name, level, line in routed), routed[-20:]
-    assert (JOB_LOGGER, "INFO", '{"dataset": "orders", "batch_id": "p1", "messages": 0}') in routed
+    summary = [i for i, (name, level, line) in enumerate(routed) if name == JOB_LOGGER
+               and level == "INFO" and line.startswith("summary: orders batch p1: 0 messages = ")]
+    spark = [i for i, (name, _, _) in enumerate(routed) if name == SPARK_LOGGER]
+    assert summary and spark and summary[0] < spark[0], routed[-20:]
     assert not any(level == "INFO" and " WARN " in line for _, level, line in routed)
 
 

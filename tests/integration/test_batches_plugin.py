@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from foodtaster.registry import PROJECT_ROOT
-from foodtaster.state.lake import Lake, write_json
+from foodtaster.state.lake import Lake, write_json, write_text
 from foodtaster.state.ledger import record_batch
 
 REGISTRY = """datasets:
@@ -62,9 +62,12 @@ def test_pages_chart_and_errors(client):
     http, _ = client
     index = http.get("/")
     assert index.status_code == 200 and index.headers["content-type"].startswith("text/html")
-    assert "20261105" in index.text and "<td class=held>held</td>" in index.text
+    assert "20261105" in index.text
+    assert '<td class="verdict held">held<span class=who>rate</span></td>' in index.text
     batch = http.get("/datasets/orders/batches/20261105")
-    assert batch.status_code == 200 and "<td class=n>3</td><td>json.invalid</td>" in batch.text
+    assert batch.status_code == 200
+    assert '<td class=n>3</td><td><a href="?reason=json.invalid#samples">json.invalid</a></td>' in batch.text
+    assert http.get("/datasets/orders/batches/20261105", params={"page": 0}).status_code == 422
     chart = http.get("/datasets/orders/trend.png", params={"since": "2026-11-01"})
     assert chart.status_code == 200 and chart.headers["content-type"] == "image/png"
     assert chart.content.startswith(b"\x89PNG")
@@ -73,3 +76,26 @@ def test_pages_chart_and_errors(client):
     assert http.get("/datasets/payments/trend.png").status_code == 404
     bad = http.get("/datasets/orders/trend.png", params={"since": "2026-11-31"})
     assert bad.status_code == 400 and "not a calendar day" in bad.json()["detail"]
+
+
+def test_the_lake_pages_are_served_sandboxed(client, tmp_path):
+    http, _ = client
+    lake = Lake(str(tmp_path / "lake"))
+    docs = lake.report("orders", "20261105") + "/data_docs"
+    write_json(lake.summary("orders", "20261105"), {"reasons": {"json.invalid": 3}, "samples": [],
+                                                   "paths": {"data_docs": f"{docs}/gate.html"}})
+    write_text(f"{docs}/gate.html", "<script>alert(1)</script>")
+    write_text(f"{docs}/static/style.css", "p{}")
+    write_text(lake.state("alerts", "orders", "20261105-batch.html"), "<p>alert</p>")
+    page = http.get("/datasets/orders/batches/20261105/data-docs/gate.html")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    # a producer's value in a lake page may not run: no script, no fetch beyond the page's own
+    policy = page.headers["content-security-policy"]
+    assert policy.startswith("sandbox ") and "allow-scripts" not in policy and "default-src 'none'" in policy
+    assert http.get("/datasets/orders/batches/20261105/data-docs/static/style.css").headers[
+        "content-type"].startswith("text/css")
+    assert http.get("/datasets/orders/batches/20261105/data-docs/..%2Fsummary.json").status_code == 404
+    alert = http.get("/datasets/orders/alerts/20261105-batch.html")
+    assert alert.status_code == 200 and alert.text == "<p>alert</p>"
+    assert "sandbox" in alert.headers["content-security-policy"]
+    assert http.get("/datasets/orders/alerts/20261105-batch.json").status_code == 404

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from test_trend import CONFIG, entry
 
 from foodtaster.ops import pages
-from foodtaster.state.lake import Lake, write_json
+from foodtaster.state.lake import Lake, write_json, write_text
 from foodtaster.state.ledger import record_batch
 
 HOSTILE = '<script>alert("x")</script> & \\xc3('
@@ -36,7 +40,7 @@ def test_the_batches_page_lists_recent_batches_newest_first_with_links_and_chart
     html = pages.batches_page(lake, DATASETS)
     assert html.index("20261102") < html.index("20261101")  # newest first
     assert 'href="datasets/orders/batches/20261102"' in html
-    assert "<td class=held>held</td>" in html and "<td class=n>30.00%</td>" in html
+    assert '<td class="verdict held">held</td>' in html and "<td class=n>30.00%</td>" in html
     assert "40&nbsp;&nbsp;json.invalid" in html
     assert "&lt;b&gt;rule&lt;/b&gt;" in html and "<b>rule</b>" not in html
     assert 'src="datasets/orders/trend.png?since=2026-11-01"' in html
@@ -54,7 +58,8 @@ def test_the_drill_down_shows_the_final_verdict_reasons_and_escaped_samples(lake
     assert 'class="verdict held">held<' in html and "<b>30.00%</b>" in html
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; \\xc3(" in html
     assert "<script>" not in html and "<img src=x>" not in html
-    assert "file:/in/part-1.jsonl:7" in html and "<td class=n>40</td><td>json.invalid</td>" in html
+    assert "file:/in/part-1.jsonl:7" in html
+    assert '<td class=n>40</td><td><a href="?reason=json.invalid#samples">json.invalid</a></td>' in html
 
 
 def test_a_batch_without_summary_still_shows_its_ledger_record(lake):
@@ -84,7 +89,8 @@ def test_the_drill_down_names_both_rates_sorts_reasons_by_count_and_shows_paths_
         "reasons": {"amount.ge": 3, "json.invalid": 31, "currency.isin": 9},
         "why": ["new quarantine rate 28.80% >= hold_rate 20.00%"],
         "samples": [{"source_file": f"file://{root}/raw/orders/batch_date=2026-11-03/batch_id=20261103/"
-                                    "part-0.jsonl", "line_number": 4, "raw": "{", "reasons": []}],
+                                    "part-0.jsonl", "line_number": 4, "raw": "{",
+                     "reasons": [{"layer": "parse", "rule": "json.invalid", "message": "not JSON"}]}],
         "paths": {"quarantine": f"file:{root}/quarantine/orders/batch_date=2026-11-03/batch_id=20261103"},
     })
     html = pages.batch_page(lake, DATASETS, "orders", "20261103")
@@ -102,3 +108,130 @@ def test_the_drill_down_names_both_rates_sorts_reasons_by_count_and_shows_paths_
 def test_paths_outside_the_lake_stay_as_written(lake):
     assert pages.in_lake(lake, "s3a://other/x") == "s3a://other/x"
     assert pages.in_lake(lake, f"{lake.root}/raw/a") == "raw/a"
+
+
+def test_held_released_and_superseded_are_verdicts_of_their_own_with_who_and_why(lake):
+    held = {**entry("2026-11-03", 200, 60, "held"), "why": ["quarantine rate 30.00% >= hold_rate 20.00%"]}
+    record_batch(lake, "orders", held)
+    record_batch(lake, "orders", {
+        **entry("2026-11-04", 200, 60), "why": ["rate", "released by alice: a test feed"],
+        "held_why": ["quarantine rate 30.00% >= hold_rate 20.00%"],
+        "released": {"by": "alice", "why": "a <test> feed", "at": "2026-11-05T10:00:00+00:00"}})
+    record_batch(lake, "orders", {
+        **entry("2026-11-05", 200, 2), "superseded": {
+            "at": "2026-11-06T09:00:00+00:00", "why": "resent without the test orders", "by": "bob",
+            "files": [{"name": "part-1.jsonl"}, {"name": "part-2.jsonl"}], "by_files": ["fixed.jsonl"]}})
+    html = pages.batches_page(lake, DATASETS)
+    assert ('<td class="verdict held">held<span class=who>quarantine rate 30.00% &gt;= hold_rate '
+            '20.00%</span></td>') in html
+    assert ('<td class="verdict released">released<span class=who>released by alice at '
+            '2026-11-05T10:00:00+00:00: a &lt;test&gt; feed</span><span class=who>held because: '
+            'quarantine rate 30.00% &gt;= hold_rate 20.00%</span></td>') in html
+    assert ('<td class="verdict superseded">superseded<span class=who>a corrected delivery replaced 2 '
+            'file(s), by bob at 2026-11-06T09:00:00+00:00: resent without the test orders</span>'
+            '<span class=who>then published</span></td>') in html
+    assert '<td class="verdict published">published</td>' in html  # a good day says nothing more
+    drill = pages.batch_page(lake, DATASETS, "orders", "20261104")
+    assert 'class="verdict released">released<' in drill
+    assert "<li>released by alice at 2026-11-05T10:00:00+00:00: a &lt;test&gt; feed</li>" in drill
+
+
+REASON = pa.struct([("layer", pa.string()), ("rule", pa.string()), ("column", pa.string()),
+                    ("message", pa.string()), ("value", pa.string())])
+
+
+def quarantine(lake: Lake, batch_id: str, day: str, rows: list[tuple[bytes, list[str]]]) -> None:
+    """A quarantine partition as the job writes it: raw bytes, reasons, lineage."""
+    folder = Path(lake.quarantine("orders", day, batch_id))
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({
+        "_raw": pa.array([raw for raw, _ in rows], pa.binary()),
+        "reasons": pa.array([[{"layer": "row", "rule": rule, "column": "x", "message": f"{rule} failed",
+                               "value": None} for rule in rules] for _, rules in rows], pa.list_(REASON)),
+        "_batch_id": [batch_id] * len(rows),
+        "_source_file": [f"{lake.raw('orders', day, batch_id)}/part-0.jsonl"] * len(rows),
+        "_line_number": pa.array(range(1, len(rows) + 1), pa.int64()),
+        "_ingested_at": ["2026-11-06T00:00:00Z"] * len(rows),
+    }), folder / "part-00000.parquet")
+
+
+@pytest.fixture
+def drilled(lake) -> Lake:
+    """A held batch of a DAG run with 15 messages quarantined for json.invalid (one of them also
+    for currency.isin, one not UTF-8), 8 for currency.isin alone; its Data Docs and alert."""
+    record_batch(lake, "orders", {**entry("2026-11-06", 100, 23, "held"), "dag_id": "foodtaster_orders",
+                                  "run_id": "scheduled__2026-11-06T00:00:00+00:00",
+                                  "why": ["quarantine rate 23.00% >= hold_rate 20.00%"]})
+    rows = [(b'{"n": %d' % n, ["json.invalid"]) for n in range(1, 14)]
+    rows += [(b'{"n": 14, "c": "\xff"', ["json.invalid"]), (b'{"n": 15}', ["json.invalid", "currency.isin"])]
+    rows += [(b'{"currency": "eur", "long": "' + b"x" * 5000 + b'"}', ["currency.isin"])] * 8
+    quarantine(lake, "20261106", "2026-11-06", rows)
+    docs = f"{lake.report('orders', '20261106')}/data_docs"
+    write_json(lake.summary("orders", "20261106"), {
+        "batch_id": "20261106", "batch_date": "2026-11-06", "messages": 100, "quarantined": 23,
+        "reasons": {"currency.isin": 9, "json.invalid": 15}, "paths": {"data_docs": f"{docs}/gate.html"}})
+    write_text(f"{docs}/gate.html", "<p>the gate</p>")
+    write_text(lake.state("alerts", "orders", "20261106-batch.html"), "<p>the alert</p>")
+    return lake
+
+
+def test_the_drill_down_pages_through_each_reasons_messages_most_messages_first(drilled):
+    html = pages.batch_page(drilled, DATASETS, "orders", "20261106")
+    assert html.index(">json.invalid</a>") < html.index(">currency.isin</a>")  # 15 before 9
+    assert '<tr class="reason shown"><td class=n>15</td>' in html  # the top reason's messages shown
+    assert "messages 1&ndash;10 of 15 &middot; page 1 of 2" in html
+    assert '<a href="?reason=json.invalid&amp;page=2#samples">next &rarr;</a>' in html
+    assert html.count("<article class=sample") == 10
+    assert "raw/orders/batch_date=2026-11-06/batch_id=20261106/part-0.jsonl:1</code>" in html
+    assert '<pre class=raw>{&quot;n&quot;: 1</pre>' in html
+    second = pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="json.invalid", page=2)
+    assert "messages 11&ndash;15 of 15 &middot; page 2 of 2" in second and "next &rarr;" not in second
+    assert '<pre class=raw>{&quot;n&quot;: 14, &quot;c&quot;: &quot;\\xff&quot;</pre>' in second  # not UTF-8
+    other = pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="currency.isin")
+    assert other.count("<article class=sample") == 9 and "page 1 of 1" in other
+    assert "… 1031 more characters" in other  # a long message is cut, saying by how much
+    with pytest.raises(pages.PageNotFound, match="has 2 page"):
+        pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="json.invalid", page=3)
+    with pytest.raises(pages.PageNotFound, match="no quarantined message with reason 'nope'"):
+        pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="nope")
+
+
+def test_the_drill_down_links_the_airflow_run_the_data_docs_and_the_alert(drilled):
+    html = pages.batch_page(drilled, DATASETS, "orders", "20261106")
+    assert ('<a class=run target=_top href="../../../../dags/foodtaster_orders/runs/'
+            'scheduled__2026-11-06T00%3A00%3A00%2B00%3A00">') in html
+    assert '<a class=docs href="20261106/data-docs/gate.html">' in html
+    assert '<a class=alert href="../alerts/20261106-batch.html">the batch alert</a>' in html
+    assert pages.data_docs_file(drilled, DATASETS, "orders", "20261106", "gate.html") == (
+        b"<p>the gate</p>", "text/html; charset=utf-8")
+    assert pages.alert_file(drilled, DATASETS, "orders", "20261106-batch.html")[0] == b"<p>the alert</p>"
+    for outside in ("../summary.json", "/etc/passwd", "", "a/../../summary.json"):
+        with pytest.raises(pages.PageNotFound):
+            pages.data_docs_file(drilled, DATASETS, "orders", "20261106", outside)
+    for name in ("../ledger.json", "20261106-batch.json", "x/y.html"):
+        with pytest.raises(pages.PageNotFound):
+            pages.alert_file(drilled, DATASETS, "orders", name)
+    bare = pages.batch_page(drilled, DATASETS, "orders", "20261101")
+    assert "no Airflow run recorded" in bare and "data-docs" not in bare and "class=alert" not in bare
+
+
+def test_the_gates_page_shows_observed_values_as_text_and_the_batchs_verdict_beside_the_gates(drilled):
+    from foodtaster.engine.gate import batch_page as gate_page
+
+    gate = {"suite": "orders", "passed": True, "failed": [], "results": [
+        {"expectation": "expect_column_quantile_values_to_be_between_within_error", "column": "amount",
+         "success": True, "observed": {"quantiles": [0.5], "values": [84.39]}, "unexpected_percent": None,
+         "error": None},
+        {"expectation": "expect_column_values_to_be_between", "column": "created_at", "success": True,
+         "observed": None, "unexpected_percent": 0.0, "error": None}]}
+    written = gate_page(gate, {"expectations": []}, "orders", "20261106", "2026-11-06", [])
+    assert "<td>quantile 0.5: 84.39</td>" in written and "<td>—</td>" in written  # not raw JSON
+    assert "The gate is one of the checks of the batch&#x27;s verdict" in written  # until served
+    docs = f"{drilled.report('orders', '20261106')}/data_docs"
+    write_text(f"{docs}/gate.html", written)
+    served = pages.data_docs_file(drilled, DATASETS, "orders", "20261106", "gate.html")[0].decode()
+    assert '<p class="verdict">batch gate: passed</p>' in served
+    assert ('<p class="batch-verdict held"><b>the batch: held</b> (quarantine rate 23.00%, alert_rate '
+            "2.00%, hold_rate 20.00%); the gate passed, the batch's other checks decided</p>") in served
+    assert "<li>quarantine rate 23.00% &gt;= hold_rate 20.00%</li>" in served
+    assert "The gate is one of the checks" not in served

@@ -30,24 +30,33 @@ ValueError: no summary
 {"dataset": "orders", "batch_id": "20261120", "messages": 10, "valid": 9, "quarantined": 1}
 """
 
-EXPECTED = [  # (logger, level, line start) for every line, in order
-    (SPARK_LOGGER, logging.WARNING, "WARNING: Using incubator"),
-    (SPARK_LOGGER, logging.WARNING, "[0.186s][warning][cds,dynamic] Unable to use"),
-    (SPARK_LOGGER, logging.INFO, "Using Spark's default"),
-    (SPARK_LOGGER, logging.WARNING, "26/11/22 18:19:53 WARN Utils"),
-    (SPARK_LOGGER, logging.INFO, "26/11/22 18:19:54 INFO SparkContext"),
-    (SPARK_LOGGER, logging.ERROR, "26/11/22 18:19:58 ERROR Executor"),
-    (SPARK_LOGGER, logging.ERROR, "java.lang.OutOfMemoryError"),
-    (SPARK_LOGGER, logging.ERROR, "at java.base"),
-    (SPARK_LOGGER, logging.INFO, "26/11/22 18:19:59 INFO TaskSetManager"),
-    (JOB_LOGGER, logging.WARNING, "2026-11-22 18:20:01,114 WARNING foodtaster.engine.gate"),
-    (JOB_LOGGER, logging.INFO, "2026-11-22 18:20:02,007 INFO foodtaster.engine.job"),
-    (SPARK_LOGGER, logging.WARNING, "2026-11-22 18:20:02,010 WARNING py4j"),
-    (SPARK_LOGGER, logging.ERROR, "Traceback"),
-    (SPARK_LOGGER, logging.ERROR, 'File "validate_batch.py"'),
-    (SPARK_LOGGER, logging.ERROR, "sys.exit(main())"),
-    (SPARK_LOGGER, logging.ERROR, "ValueError: no summary"),
-    (JOB_LOGGER, logging.INFO, '{"dataset": "orders"'),
+SPARK_LINES = [  # (level, line start) of Spark's and the JVM's lines, in order
+    (logging.WARNING, "WARNING: Using incubator"),
+    (logging.WARNING, "[0.186s][warning][cds,dynamic] Unable to use"),
+    (logging.INFO, "Using Spark's default"),
+    (logging.WARNING, "26/11/22 18:19:53 WARN Utils"),
+    (logging.INFO, "26/11/22 18:19:54 INFO SparkContext"),
+    (logging.ERROR, "26/11/22 18:19:58 ERROR Executor"),
+    (logging.ERROR, "java.lang.OutOfMemoryError"),
+    (logging.ERROR, "at java.base"),
+    (logging.INFO, "26/11/22 18:19:59 INFO TaskSetManager"),
+    (logging.WARNING, "2026-11-22 18:20:02,010 WARNING py4j"),
+    (logging.ERROR, "Traceback"),
+    (logging.ERROR, 'File "validate_batch.py"'),
+    (logging.ERROR, "sys.exit(main())"),
+    (logging.ERROR, "ValueError: no summary"),
+]
+EXPECTED = [  # (logger, level, line) in the task log: the job's lines first, made readable
+    (JOB_LOGGER, logging.WARNING, "dataset=orders batch=20261120 gate failed (foodtaster.engine.gate)"),
+    (JOB_LOGGER, logging.INFO,
+     "validated: dataset=orders batch=20261120 messages=10 (foodtaster.engine.job)"),
+    (JOB_LOGGER, logging.INFO, "summary: orders batch 20261120: 10 messages = 9 valid + 1 quarantined + "
+                               "? duplicates dropped; quarantine rate ?; staged: the gate task reads "
+                               "the verdict, publish publishes it or it is held"),
+    # then Spark's, folded in one group, each at its level
+    (SPARK_LOGGER, logging.INFO, "::group::Spark and the JVM: 14 lines (7 error, 3 info, 4 warning)"),
+    *((SPARK_LOGGER, level, start) for level, start in SPARK_LINES),
+    (SPARK_LOGGER, logging.INFO, "::endgroup::"),
 ]
 
 
@@ -58,9 +67,13 @@ def hook(monkeypatch):
                                  dataset="orders").spark_hook()
 
 
-def test_each_output_line_is_logged_at_its_own_level(hook, caplog):
+def test_the_jobs_lines_come_first_and_readable_then_sparks_folded_each_at_its_level(hook, caplog):
     caplog.set_level(logging.DEBUG)
     hook._process_spark_submit_log(iter(OUTPUT.splitlines(keepends=True)))
+    live = [r.name for r in caplog.records if r.name in (JOB_LOGGER, SPARK_LOGGER)]
+    assert live == [JOB_LOGGER] * 3  # as the job runs, only its own lines
+    hook.log.flush()
+    hook.log.flush()  # nothing held twice
     routed = [(r.name, r.levelno, r.getMessage()) for r in caplog.records
               if r.name in (JOB_LOGGER, SPARK_LOGGER)]
     assert len(routed) == len(EXPECTED)
@@ -77,8 +90,8 @@ def test_the_job_lines_are_found_by_their_logger(hook, caplog):
     caplog.set_level(logging.INFO)
     hook._process_spark_submit_log(iter(OUTPUT.splitlines()))
     job = [r.getMessage() for r in caplog.records if r.name == JOB_LOGGER]
-    assert any("event=validated" in line for line in job)
-    assert job[-1].startswith("{") and '"batch_id": "20261120"' in job[-1]
+    assert any(line.startswith("validated: ") for line in job)
+    assert job[-1].startswith("summary: orders batch 20261120: 10 messages")
     assert not any("SparkContext" in line for line in job)
 
 
