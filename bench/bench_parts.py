@@ -35,6 +35,7 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
     when `held` closes."""
     from pyspark.sql import functions as F
 
+    from foodtaster.contract.path import Path as FieldPath
     from foodtaster.engine import batch_counts, group_hold, ingest, layers, rules
     from foodtaster.engine.duplicates import key_hash
     from foodtaster.engine.judging import flag_lines, valid_rows
@@ -43,7 +44,7 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
     from foodtaster.registry import get_dataset
 
     config = get_dataset("orders")
-    contract = rules.read_contract(config.load_contract())
+    contract = config.read_contract()
     group_hash = group_hold.group_hash(config.group_by)
 
     def lines():
@@ -57,14 +58,14 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
 
     def counted(rows) -> int:  # the batch's counts, as many tasks as the job gives them
         with batch_counts.shuffled_into(spark, tasks):
-            return batch_counts.batch_counts(rows, "message_id", group_hash).count()
+            return batch_counts.batch_counts(rows, FieldPath.of("message_id"), group_hash).count()
 
     # Checkpointed, not persisted: a persisted plan would serve the timed counts below from its cache.
     with batch_counts.shuffled_into(spark, tasks):
-        kept_counts = keep(batch_counts.batch_counts(kept, "message_id", group_hash), held)
+        kept_counts = keep(batch_counts.batch_counts(kept, FieldPath.of("message_id"), group_hash), held)
         per_split = batch_counts.split_offsets(kept_counts)
         splits = per_split.collect()
-    watches = [(key_hash("message_id"), batch_counts.repeated_key_hashes(kept_counts)),
+    watches = [(key_hash(FieldPath.of("message_id")), batch_counts.repeated_key_hashes(kept_counts)),
                (group_hash, group_hold.poisoned_groups(batch_counts.failed_group_hashes(kept_counts), None))]
 
     def write_valid(name: str, *, cleared: bool, numbered: bool) -> None:
@@ -87,11 +88,12 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
     def parsed():
         return layers.parse(lines(), rules.parser_input(contract, config.max_message_bytes))
 
+    created_at = layers.value_column(FieldPath.of("created_at"))
     return {
         "floor: from_json, written": lambda: run_floor(spark, input_path, out / "floor"),
         "text read, split counts": lambda: lines().groupBy(*ingest.SPLIT_KEYS).agg(
             *ingest.split_aggregates()).collect(),
-        "the strict parser": lambda: parsed().agg(F.count("_t_created_at")).collect(),
+        "the strict parser": lambda: parsed().agg(F.count(created_at)).collect(),
         "the parser and every rule": lambda: flagged().agg(F.count_if("_failed")).collect(),
         "the pass and the batch's counts": lambda: counted(flagged()),
         "the pass kept (local checkpoint)": kept_again,

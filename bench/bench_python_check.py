@@ -17,9 +17,10 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
+from foodtaster.contract import read_contract
+from foodtaster.contract.path import Path
 from foodtaster.engine import layers
 from foodtaster.engine.python_checks import python_check_verdicts, with_python_checks
-from foodtaster.engine.rules import read_contract
 from foodtaster.engine.spark import build_session
 from foodtaster_dev.contracts.checked import OrdersChecked
 
@@ -32,7 +33,7 @@ def main() -> None:
     spark = build_session("bench-python-check", master="local[2]")
     contract = read_contract(OrdersChecked)
     (check,) = contract.python_checks
-    amount = layers.value_column("amount")
+    amount = layers.value_column(Path.of("amount"))
     raw = F.concat(F.lit('{"message_id": "m-'), F.col("id").cast("string"),
                    F.lit('", "order_id": "o-1", "customer_id": "c-1", "currency": "EUR", "status": "PAID", '
                          '"created_at": "2026-11-20T10:00:00Z", "items": 3, "producer": "checkout-svc", '
@@ -40,8 +41,8 @@ def main() -> None:
     rows = spark.range(args.rows, numPartitions=4).select(
         raw.alias("_raw"), F.lit("file:/batch/part-0.jsonl").alias("_source_file"),
         F.col("id").alias("_row_id"), (F.col("id") % 100_000 / F.lit(1000.0)).alias(amount),
-        F.lit(0).alias(layers.status_column("amount")),
-        F.lit(3).cast("long").alias(layers.value_column("items")),
+        F.lit(0).alias(layers.status_column(Path.of("amount"))),
+        F.lit(3).cast("long").alias(layers.value_column(Path.of("items"))),
     ).localCheckpoint(eager=True)
 
     def pandas_udf() -> int:

@@ -275,7 +275,7 @@ def run_parse(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     from foodtaster.registry import get_dataset
 
     config = get_dataset("orders")
-    contract = rules.read_contract(config.load_contract())
+    contract = config.read_contract()
     parsed = layers.parse(ingest.read_lines(spark, input_path),
                           rules.parser_input(contract, config.max_message_bytes))
     parsed.drop("_raw").write.mode("overwrite").parquet(str(out))
@@ -285,12 +285,12 @@ def run_parse(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
 def checked_lines(spark: Any, input_path: str, dataset: str = "orders") -> tuple[Any, Any]:
     """The dataset's contract and `flag_lines` on every line of `input_path`: the checking pass
     `checks` writes and `keyed` judges (orders), whose plan gives the nested floor its schema."""
-    from foodtaster.engine import ingest, rules
+    from foodtaster.engine import ingest
     from foodtaster.engine.judging import flag_lines
     from foodtaster.registry import get_dataset
 
     config = get_dataset(dataset)
-    contract = rules.read_contract(config.load_contract())
+    contract = config.read_contract()
     return contract, flag_lines(ingest.read_lines(spark, input_path), contract, config.max_message_bytes)
 
 
@@ -551,7 +551,8 @@ def naive_validate(batches: Iterator[Any], max_message_bytes: int,
     import pandera.pandas as pa
 
     from contracts.orders import Orders
-    from foodtaster.engine.rules import json_type_of, read_contract
+    from foodtaster.contract import read_contract
+    from foodtaster.contract.pandera_reader import json_type_of
     from foodtaster_dev.oracle import failed_rules, json_type_matches
 
     schema = Orders.to_schema()

@@ -16,6 +16,8 @@ from foodtaster.errors import UsageError
 if TYPE_CHECKING:  # the registry is read without pandera (the CLI, DAG parsing)
     from pandera.pandas import DataFrameModel
 
+    from foodtaster.contract.model import Contract
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REGISTRY = PROJECT_ROOT / "pipeline.yaml"
 DEFAULT_LAKE = PROJECT_ROOT / "data" / "lake"
@@ -137,6 +139,12 @@ class DatasetConfig:
         if not self.group_by or self.order_by is None:
             return None
         return Conversation(self.group_by, self.order_by)
+
+    def read_contract(self) -> Contract:
+        """The dataset's contract, read into the contract model by its front-end."""
+        from foodtaster.contract import read_contract
+
+        return read_contract(self.load_contract(), self.contract)
 
     def load_contract(self) -> type[DataFrameModel]:
         module_name, _, attr = self.contract.partition(":")

@@ -4,7 +4,8 @@ Used by the differential test (Spark's verdict must equal this, rule by rule)
 and by the benchmark's naive approach. A message becomes a one-row pandas frame
 whose columns carry the model's dtype when the JSON value has the field's JSON
 type, and stay `object` when it does not, so pandera's dtype check is the type
-rule. Rule ids are translated into the engine's (`foodtaster.engine.rules.rule_id`).
+rule. Rule ids are the contract model's (`foodtaster.contract.model.rule_id`). Imports no
+Spark: the oracle judges by the contract model alone, as the Spark back-end does.
 
 A number its typed column cannot hold (an integer beyond 64 bits for an integer
 field; for a number field, one that overflows a double or underflows to zero) is
@@ -25,14 +26,16 @@ from typing import Any
 import pandas as pd
 import pandera.pandas as pa
 
-from foodtaster.engine.rules import (
+from foodtaster.contract.model import (
     SCALAR_ITEM,
     Contract,
     FieldRule,
+    PythonCheck,
     Scope,
     frame_rule_id,
     rule_id,
 )
+from foodtaster.contract.path import Path
 
 INT64 = (-(2**63), 2**63 - 1)
 
@@ -165,8 +168,9 @@ def _cell(rule: FieldRule, value: Any, dtype: Any) -> tuple[pd.Series, str | Non
     if kind == "decimal":
         if not (json_type_matches("number", value) or isinstance(value, Unrepresentable)):
             return pd.Series([Mistyped(value)], dtype="object"), "type(number)"
-        spark = rule.json_type.spark_type
-        fits = decimal_fits(value, spark.precision, spark.scale)  # type: ignore[attr-defined]
+        precision, scale = rule.json_type.precision, rule.json_type.scale
+        assert precision is not None and scale is not None
+        fits = decimal_fits(value, precision, scale)
         if fits is None:
             return pd.Series([Mistyped(value)], dtype="object"), "out_of_range"
         return pd.Series([fits], dtype="object"), None
@@ -185,44 +189,51 @@ def _cell(rule: FieldRule, value: Any, dtype: Any) -> tuple[pd.Series, str | Non
 _ABSENT = object()
 
 
-def _walk(message: Any, name: str) -> tuple[Any, str | None]:
+def _walk(message: Any, path: Path) -> tuple[Any, Path | None]:
     """The value at a path, or `_ABSENT`; and the first object on the way that is no object."""
     value = message
-    keys = name.split(".")
+    keys = path.keys
     for k, key in enumerate(keys):
         if value is None:
             return None, None
         if not isinstance(value, dict):
-            return _ABSENT, ".".join(keys[:k])
+            return _ABSENT, Path(keys[:k])
         if key not in value:
             return _ABSENT, None
         value = value[key]
     return value, None
 
 
-def _unknown_paths(message: dict[str, Any], scope: Scope) -> list[str]:
+def _unknown_paths(message: dict[str, Any], scope: Scope) -> list[Path]:
     """The keys a scope does not name: at its level and inside the objects it names."""
-    objects = {f.name for f in scope.fields if f.is_object}
-    names = {f.name for f in scope.fields}
+    objects = {f.path for f in scope.fields if f.is_object}
+    names = {f.path for f in scope.fields}
     found = []
 
-    def visit(value: dict[str, Any], prefix: str) -> None:
+    def visit(value: dict[str, Any], prefix: Path) -> None:
         for key, inner in value.items():
-            path = prefix + key
-            if "." in key or path not in names:
+            path = prefix.key(key)
+            if path not in names:
                 found.append(path)
             elif path in objects and isinstance(inner, dict):
-                visit(inner, path + ".")
+                visit(inner, path)
 
-    visit(message, "")
+    visit(message, Path())
     return found
+
+
+def _join(prefix: str, path: Path) -> str:
+    """A printed path, then a relative one: `data.lines[2]` and `qty` -> `data.lines[2].qty`."""
+    if not prefix:
+        return str(path)
+    return prefix + str(Path.of("_") / path)[1:] if path else prefix
 
 
 Reasons = set[tuple[str, str]]
 
 
 def judge(message: Any, model: type[pa.DataFrameModel], scope: Scope, *, pattern: str = "",
-          where: str = "", frame_checks: tuple = ()) -> Reasons:
+          where: str = "", frame_checks: tuple = (), python_checks: tuple[PythonCheck, ...] = ()) -> Reasons:
     """pandera's verdict on one message (or one element), as the engine's (rule, column) pairs.
 
     The normalized view: the scope's fields flattened by path into a one-row frame (an array
@@ -231,45 +242,48 @@ def judge(message: Any, model: type[pa.DataFrameModel], scope: Scope, *, pattern
     dtypes cannot tell (a decimal's fit, a date's string, an object or array's JSON type) is
     told here, as int64's range is.
     """
-    def rule_of(name: str) -> str:  # an array of scalars' one field is the element itself
-        return ".".join(p for p in (pattern, "" if scope.scalar else name) if p)
+    def rule_of(name: Path) -> str:  # an array of scalars' one field is the element itself
+        return _join(pattern, Path() if scope.scalar else name)
 
-    def column_of(name: str) -> str:
-        return ".".join(p for p in (where, "" if scope.scalar else name) if p)
+    def column_of(name: Path) -> str:
+        return _join(where, Path() if scope.scalar else name)
 
     if scope.scalar:
         message = {SCALAR_ITEM: message}
     schema = model.to_schema()
-    fields = {f.name: f for f in scope.fields}
+    # pandera's columns by the contract's paths (a path may be written with a quote it does not need)
+    written = {Path.parse(name): name for name in schema.columns}
+    fields = {written[f.path]: f for f in scope.fields if f.path in written}
     failed: Reasons = set()
     columns: dict[str, pd.Series] = {}
     skipped: set[str] = set()
     for rule in scope.fields:
-        value, not_object = _walk(message, rule.name)
-        above = scope.declared_objects_above(rule.name)
-        if not_object is not None or any(_walk(message, o.name)[0] in (None, _ABSENT) for o in above):
-            skipped.add(rule.name)
+        value, not_object = _walk(message, rule.path)
+        above = scope.declared_objects_above(rule.path)
+        if not_object is not None or any(_walk(message, o.path)[0] in (None, _ABSENT) for o in above):
+            skipped.add(written.get(rule.path, rule.name))
             continue
         if not rule.declared:
             if value is not None and value is not _ABSENT and not isinstance(value, dict):
-                failed.add((rule_of(rule.name) + ".type(object)", column_of(rule.name)))
+                failed.add((rule_of(rule.path) + ".type(object)", column_of(rule.path)))
             continue
         if value is _ABSENT:
             continue
-        cell, broken = _cell(rule, value, schema.columns[rule.name].dtype)
-        columns[rule.name] = cell
+        column_name = written[rule.path]
+        cell, broken = _cell(rule, value, schema.columns[column_name].dtype)
+        columns[column_name] = cell
         if broken is not None:
-            failed.add((f"{rule_of(rule.name)}.{broken}", column_of(rule.name)))
-            skipped.add(rule.name)
+            failed.add((f"{rule_of(rule.path)}.{broken}", column_of(rule.path)))
+            skipped.add(column_name)
             continue
         if rule.items is not None and isinstance(value, list):
-            items_model = schema.columns[rule.name].metadata["items"]
+            items_model = schema.columns[column_name].metadata["items"]
             for i, element in enumerate(value):
-                failed |= _judge_element(element, items_model, rule.items, rule_of(rule.name) + "[]",
-                                         f"{column_of(rule.name)}[{i}]")
+                failed |= _judge_element(element, items_model, rule.items, rule_of(rule.path) + "[]",
+                                         f"{column_of(rule.path)}[{i}]")
     if scope.strict is True:
         for path in _unknown_paths(message, scope):
-            failed.add((_pattern(rule_of(path)) + ".unexpected", column_of(path)))
+            failed.add((str(Path.parse(rule_of(path)).pattern) + ".unexpected", column_of(path)))
     frame = pd.DataFrame(columns, index=[0])
     try:
         schema.validate(frame, lazy=True)
@@ -283,22 +297,22 @@ def judge(message: Any, model: type[pa.DataFrameModel], scope: Scope, *, pattern
         if check == "column_in_dataframe":
             name = str(case.failure_case)
             if name not in skipped:
-                failed.add((f"{rule_of(name)}.required", column_of(name)))
+                failed.add((f"{rule_of(fields[name].path)}.required", column_of(fields[name].path)))
         elif check == "not_nullable":
-            failed.add((f"{rule_of(column)}.not_nullable", column_of(column)))
+            failed.add((f"{rule_of(fields[column].path)}.not_nullable", column_of(fields[column].path)))
         elif case.schema_context == "DataFrameSchema" and column is None or check.startswith("conditional"):
             for name, statistics in frame_checks:
                 if check.startswith(name):
                     failed.add((frame_rule_id(statistics), statistics["then_column"]))
         elif column in fields:
+            path = fields[column].path
             for name, statistics in fields[column].checks:
                 if check.startswith(name):
-                    failed.add((rule_id(rule_of(column), name, statistics), column_of(column)))
+                    failed.add((rule_id(rule_of(path), name, statistics), column_of(path)))
+            for python_check in python_checks:
+                if python_check.path == path and check.startswith(python_check.name):
+                    failed.add((python_check.rule, column_of(path)))
     return failed
-
-
-def _pattern(path: str) -> str:
-    return re.sub(r"\[[0-9]+\]", "[]", path)
 
 
 def _judge_element(element: Any, model: type[pa.DataFrameModel], scope: Scope, pattern: str,
@@ -314,7 +328,8 @@ def _judge_element(element: Any, model: type[pa.DataFrameModel], scope: Scope, p
 
 def failed_reasons(message: Any, model: type[pa.DataFrameModel], contract: Contract) -> Reasons:
     """The engine's (rule, column) of every rule pandera fails on this one message (uniqueness aside)."""
-    return judge(message, model, contract.scope, frame_checks=contract.frame_checks)
+    return judge(message, model, contract.scope, frame_checks=contract.frame_checks,
+                 python_checks=contract.python_checks)
 
 
 def failed_rules(message: dict[str, Any], model: type[pa.DataFrameModel], contract: Contract) -> set[str]:

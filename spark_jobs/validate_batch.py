@@ -21,7 +21,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the engine, when run from a checkout
 
 from foodtaster.engine.job import BatchRun, check_not_redriven, run_batch  # noqa: E402
-from foodtaster.engine.rules import read_contract  # noqa: E402
 from foodtaster.engine.spark import build_session  # noqa: E402
 from foodtaster.errors import REFUSED_EXIT_CODE, REFUSED_PREFIX, FoodtasterError, refusal  # noqa: E402
 from foodtaster.logs import configure  # noqa: E402
@@ -76,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def validate(args: argparse.Namespace) -> int:
     config = get_dataset(args.dataset)
-    read_contract(config.load_contract())  # a contract that cannot be read is refused before Spark starts
+    config.read_contract()  # a contract that cannot be read is refused before Spark starts
     run = BatchRun(config=config, input_path=args.input, lake=Lake(args.lake or lake_root()),
                    batch_id=args.batch_id, batch_date=args.batch_date, publish=args.publish,
                    gate=args.gate, run_id=args.run_id or new_run_id())

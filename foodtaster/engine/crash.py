@@ -25,7 +25,8 @@ from pyspark.errors import PythonException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from foodtaster.engine import guard, inputs, judging, layers, listed, python_checks, rules
+from foodtaster.contract.model import Contract
+from foodtaster.engine import guard, inputs, judging, layers, listed, python_checks
 from foodtaster.errors import Failed
 from foodtaster.logs import BatchLogger
 from foodtaster.registry import DatasetConfig
@@ -279,7 +280,7 @@ def isolate_and_list(spark: SparkSession, batch: BatchInput, limit: int, log: Ba
     quick to run again and again on fewer lines.
     """
     config = batch.config
-    contract = rules.read_contract(config.load_contract())
+    contract = config.read_contract()
     poison_list = PoisonList(batch.lake, config.name)
     entries = poison_list.entries()
     poison = listed.poison_frame(spark, entries) if entries else None
@@ -320,11 +321,11 @@ def isolate_and_list(spark: SparkSession, batch: BatchInput, limit: int, log: Ba
 
 
 def typed_for_checks(
-    lines: DataFrame, contract: rules.Contract, max_message_bytes: int, poison: DataFrame | None
+    lines: DataFrame, contract: Contract, max_message_bytes: int, poison: DataFrame | None
 ) -> DataFrame:
     """Lines with what the Python checks read: the parser's typed values and `SKIP` (listed,
     so never given to a check), as `judging.flag_lines` gives them."""
     parsed, skip = judging.parse_marking_listed(lines, contract, max_message_bytes, poison)
-    values = sorted({layers.value_column(c.field) for c in contract.python_checks})
+    values = sorted({layers.value_column(c.path) for c in contract.python_checks})
     listed_row = F.lit(False) if skip is None else skip
     return parsed.select("_raw", "_source_file", "_line_number", *values, listed_row.alias(SKIP))

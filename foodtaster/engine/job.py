@@ -27,7 +27,8 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
-from foodtaster.engine import accounting, batch_counts, crash, ingest, inputs, listed, rules, second_chances
+from foodtaster.contract.model import Contract
+from foodtaster.engine import accounting, batch_counts, crash, ingest, inputs, listed, second_chances
 from foodtaster.engine.duplicates import key_hash
 from foodtaster.engine.guard import Budget
 from foodtaster.engine.judging import (
@@ -119,7 +120,7 @@ class _Batch:
     """What one run of the batch reads once at start, and what its steps hand on."""
 
     run: BatchRun
-    contract: rules.Contract
+    contract: Contract
     extras: second_chances.Extras  # referenced keys, open groups
     manifest: inputs.Manifest | None
     log: BatchLogger
@@ -153,7 +154,7 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
     entries = PoisonList(run.lake, config.name).entries()
     log = batch_logger(__name__, config.name, run.batch_id)
     batch = _Batch(
-        run=run, contract=rules.read_contract(config.load_contract()),
+        run=run, contract=config.read_contract(),
         extras=second_chances.prepare(spark, run.lake, config, log),
         manifest=inputs.read_manifest(run.input_path), log=log,
         poison=listed.poison_frame(spark, entries) if entries else None, started=started,

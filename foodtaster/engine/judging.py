@@ -17,6 +17,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 
+from foodtaster.contract.model import Contract, ContractError
+from foodtaster.contract.path import Path
 from foodtaster.engine import layers, listed, python_checks, row_checks, rules
 from foodtaster.engine.duplicates import mark_duplicates
 from foodtaster.engine.guard import DEFAULT_BUDGET, Budget
@@ -33,7 +35,7 @@ VERDICT = "_verdict"
 
 
 def flag_lines(
-    lines: DataFrame, contract: rules.Contract, max_message_bytes: int, poison: DataFrame | None = None,
+    lines: DataFrame, contract: Contract, max_message_bytes: int, poison: DataFrame | None = None,
     budget: Budget = DEFAULT_BUDGET,
 ) -> DataFrame:
     """Lines -> one row a message: its lineage, `_raw`, typed fields, `_failed`, and, on a row
@@ -60,7 +62,7 @@ def flag_lines(
 
 
 def parse_marking_listed(
-    lines: DataFrame, contract: rules.Contract, max_message_bytes: int, poison: DataFrame | None
+    lines: DataFrame, contract: Contract, max_message_bytes: int, poison: DataFrame | None
 ) -> tuple[DataFrame, Column | None]:
     """`layers.parse`, and with the poison list each row's entry (`listed.mark_listed`, by its
     bytes or its typed unique key); returns the rows and the column true on a listed row, or
@@ -73,25 +75,25 @@ def parse_marking_listed(
     return marked, F.col(listed.ENTRY).isNotNull()
 
 
-def _verdict_columns(contract: rules.Contract) -> list[str]:
+def _verdict_columns(contract: Contract) -> list[str]:
     """What `VERDICT` holds: the parser's statuses, carried so the reasons need no second
     parse; a slot's parsed value only where the written column differs from it (a timestamp
     read from a string, an array's elements); each Python check's verdict, so that no check
     runs twice."""
     columns = [layers.LINE_REASONS, layers.UNEXPECTED]
     for rule in contract.fields:
-        columns += [layers.status_column(rule.name), layers.text_column(rule.name)]
+        columns += [layers.status_column(rule.path), layers.text_column(rule.path)]
         if row_checks.carried_value(rule):
-            columns.append(layers.value_column(rule.name))
+            columns.append(layers.value_column(rule.path))
     return columns + [c.column for c in contract.python_checks]
 
 
-def explain(rows: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
+def explain(rows: DataFrame, contract: Contract, max_message_bytes: int) -> DataFrame:
     """Add `_reasons` to flagged rows: every failing rule of the layer that failed, built from
     the statuses `flag_lines` carried in `VERDICT` (no second parse); none on a row that passed
     the pass, whatever failed it after. `max_message_bytes` is the one the rows were flagged
     with: the bytes layer's reasons were given by then."""
-    typed = [F.col(f.name).alias(layers.value_column(f.name)) for f in contract.fields
+    typed = [layers.written_column(f.path).alias(layers.value_column(f.path)) for f in contract.fields
              if not f.is_object and not row_checks.carried_value(f)]
     carried = [F.col(VERDICT).getField(name).alias(name) for name in _verdict_columns(contract)]
     reasons = (
@@ -102,20 +104,20 @@ def explain(rows: DataFrame, contract: rules.Contract, max_message_bytes: int) -
     return rows.select("*", *typed, *carried).select(*rows.columns, reasons.alias("_reasons"))
 
 
-def validate_lines(lines: DataFrame, contract: rules.Contract, max_message_bytes: int) -> DataFrame:
+def validate_lines(lines: DataFrame, contract: Contract, max_message_bytes: int) -> DataFrame:
     """`flag_lines` and `explain` on every row: the whole verdict of each message."""
     return explain(flag_lines(lines, contract, max_message_bytes), contract, max_message_bytes)
 
 
-def unique_key(contract: rules.Contract) -> str | None:
+def unique_key(contract: Contract) -> Path | None:
     keys = contract.unique_fields
     if len(keys) > 1:
-        raise rules.ContractError(f"{contract.name}: one unique field is supported, got {keys}")
+        raise ContractError(f"{contract.name}: one unique field is supported, got {keys}")
     return keys[0] if keys else None
 
 
 def decide_outcomes(
-    flagged: DataFrame, contract: rules.Contract, *, every_copy_here: bool = False
+    flagged: DataFrame, contract: Contract, *, every_copy_here: bool = False
 ) -> DataFrame:
     """Add `_outcome` (valid, quarantined or duplicate) and `_conflict` (a conflicting
     duplicate's reason, else none) to rows from `flag_lines`; `every_copy_here` as in
@@ -135,7 +137,7 @@ def decide_outcomes(
     return marked.withColumn("_outcome", outcome).drop("_redelivery")
 
 
-def with_reasons(rows: DataFrame, contract: rules.Contract, max_message_bytes: int,
+def with_reasons(rows: DataFrame, contract: Contract, max_message_bytes: int,
                  extra: Sequence[Check] = ()) -> DataFrame:
     """Add `reasons` to rows from `decide_outcomes`: why each failed, its conflict if any, and
     the `extra` checks of columns joined in the pass (references, the group hold)."""
@@ -151,11 +153,11 @@ def with_outcome(rows: DataFrame, outcome: str) -> DataFrame:
     return rows.where(F.col("_outcome") == outcome)
 
 
-def _typed_fields(contract: rules.Contract) -> list[Column]:
-    return [F.col(key) for key in row_checks.message_keys(contract)]
+def _typed_fields(contract: Contract) -> list[Column]:
+    return [layers.written_column(Path.of(key)) for key in row_checks.message_keys(contract)]
 
 
-def valid_rows(valid: DataFrame, contract: rules.Contract, *extra: str) -> DataFrame:
+def valid_rows(valid: DataFrame, contract: Contract, *extra: str) -> DataFrame:
     """Valid rows (`with_outcome(rows, VALID)`) as written: the typed message, the fields the
     contract does not name where it keeps them (`_unknown`: each path, such as
     `data.lines[1].discount`, to its JSON text as written), lineage (and
@@ -163,14 +165,14 @@ def valid_rows(valid: DataFrame, contract: rules.Contract, *extra: str) -> DataF
     return valid.select(*_typed_fields(contract), *_unknown(contract), *LINEAGE, *extra)
 
 
-def _unknown(contract: rules.Contract) -> list[Column]:
+def _unknown(contract: Contract) -> list[Column]:
     if not contract.keeps_unknown:
         return []
     return [F.map_from_entries(F.coalesce(F.col(layers.UNKNOWN), F.array().cast(layers.UNKNOWN_TYPE)))
             .alias(layers.UNKNOWN)]
 
 
-def quarantine_rows(quarantined: DataFrame, contract: rules.Contract, max_message_bytes: int,
+def quarantine_rows(quarantined: DataFrame, contract: Contract, max_message_bytes: int,
                     extra: Sequence[Check] = ()) -> DataFrame:
     """Quarantined rows (`with_outcome(rows, QUARANTINED)`) as written: `_raw`, `reasons`,
     the fields that could be parsed, the fields the contract does not name where it keeps

@@ -22,6 +22,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, LongType, StringType, StructField, StructType
 
+from foodtaster.contract.path import Path
+
 TEXT = "_text"
 LINE_REASONS = "_line_reasons"  # the bytes or parse reasons of a line; null for one JSON object
 UDF_CLASS = "foodtaster.jvm.StrictLineUdf"
@@ -47,30 +49,37 @@ class FieldStatus(IntEnum):
 FOUND_TYPES = ("a string", "an integer", "a non-integer number", "a boolean", "an object", "an array")
 
 
-# What the parser returns beside the slots: the paths of unknown fields in a strict scope
-# (`Config.strict = True`), and the unknown fields a scope keeps (`Config.strict = False`),
+# What the parser returns beside the slots: the paths (and their patterns) of unknown fields in
+# a strict scope (`Config.strict = True`), and the unknown fields a scope keeps (`Config.strict = False`),
 # each its path and JSON text as written.
 UNEXPECTED = "_unexpected"
 UNKNOWN = "_unknown"
+UNEXPECTED_TYPE = ArrayType(StructType([StructField("path", StringType(), True),
+                                        StructField("pattern", StringType(), True)]), True)
 UNKNOWN_TYPE = ArrayType(StructType([StructField("path", StringType(), True),
                                      StructField("json", StringType(), True)]), True)
 
 
-def column_safe(path: str) -> str:
-    """A slot's path as part of a column name: Spark reads a dot in a name as a struct field."""
-    return path.replace(".", "__")
+def status_column(field: Path) -> str:
+    return f"_s{field.column}"
 
 
-def status_column(field: str) -> str:
-    return f"_s_{column_safe(field)}"
+def text_column(field: Path) -> str:
+    return f"_x{field.column}"
 
 
-def text_column(field: str) -> str:
-    return f"_x_{column_safe(field)}"
+def value_column(field: Path) -> str:
+    return f"_t{field.column}"
 
 
-def value_column(field: str) -> str:
-    return f"_t_{column_safe(field)}"
+def written_column(path: Path) -> Column:
+    """The written column at a path through objects (`data.customer.email` in valid/): a key is
+    a name, never split at a dot."""
+    first, *rest = path.keys
+    column = F.col("`" + first.replace("`", "``") + "`")
+    for key in rest:
+        column = column.getField(key)
+    return column
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,7 @@ class ParserInput:
 
     spec: str
     returns: StructType
-    slots: tuple[str, ...]
+    slots: tuple[Path, ...]
 
 
 def _register(spark: SparkSession, returns: StructType) -> str:
@@ -127,8 +136,8 @@ def _not_on_classpath(java_class: str) -> RuntimeError:
 
 def parse(lines: DataFrame, parser: ParserInput) -> DataFrame:
     """Lines (with `_raw`, their bytes) -> the same rows with `_line_reasons`, `_unexpected`,
-    `_unknown` and, a slot, its value `_t_<f>`, status `_s_<f>` and offending JSON text
-    `_x_<f>`; `_text` is dropped.
+    `_unknown` and, a slot, its value `_t<c>`, status `_s<c>` and offending JSON text
+    `_x<c>` (`<c>` the slot's `Path.column`); `_text` is dropped.
 
     The parser runs once a row: its result is one projection that the slot columns read
     (Spark does not copy a UDF into every reader).
@@ -142,9 +151,9 @@ def parse(lines: DataFrame, parser: ParserInput) -> DataFrame:
                result.getField(UNEXPECTED).alias(UNEXPECTED), result.getField(UNKNOWN).alias(UNKNOWN)]
     for slot in parser.slots:
         outputs += [
-            result.getField(slot).alias(value_column(slot)),
-            result.getField(f"{slot}__status").alias(status_column(slot)),
-            result.getField(f"{slot}__text").alias(text_column(slot)),
+            result.getField(slot.column).alias(value_column(slot)),
+            result.getField(f"{slot.column}__status").alias(status_column(slot)),
+            result.getField(f"{slot.column}__text").alias(text_column(slot)),
         ]
     return parsed.select(*keep, *outputs)
 

@@ -15,9 +15,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
+from foodtaster.contract.model import Contract, PythonCheck
+from foodtaster.contract.path import Path
 from foodtaster.engine import layers
 from foodtaster.engine.guard import DEFAULT_BUDGET, Budget, CheckTimedOut, guarded
-from foodtaster.engine.rules import Contract, PythonCheck
 
 
 def python_check_verdicts(python_check: PythonCheck, values: pd.Series, judged: pd.Series) -> pd.Series:
@@ -34,7 +35,7 @@ def python_check_verdicts(python_check: PythonCheck, values: pd.Series, judged: 
     present = values[judged.astype(bool)].astype(python_check.dtype)
     if present.empty:
         return verdicts
-    run = python_check.pandera_check
+    run = python_check.check
     output = run(present).check_output
     if not isinstance(output, pd.Series):
         output = pd.Series([bool(run(present.iloc[[i]]).check_output) for i in range(len(present))],
@@ -76,9 +77,9 @@ def with_python_checks(rows: DataFrame, contract: Contract, skip: Column | None 
     `budget` what one message may cost a check (`guard.Budget`).
     """
     for python_check in contract.python_checks:
-        value = F.col(layers.value_column(python_check.field))
+        value = F.col(layers.value_column(python_check.path))
         judged = value.isNotNull() if skip is None else value.isNotNull() & ~skip
-        filler = F.lit(_FILLERS[_spark_type_name(rows, python_check.field)])
+        filler = F.lit(_FILLERS[_spark_type_name(rows, python_check.path)])
         verdict = _python_check_udf(python_check, budget)(F.coalesce(value, filler), judged)
         rows = rows.withColumn(python_check.column, F.when(judged, verdict))
     return rows
@@ -87,7 +88,7 @@ def with_python_checks(rows: DataFrame, contract: Contract, skip: Column | None 
 _FILLERS = {"string": "", "bigint": 0, "double": 0.0, "boolean": False}
 
 
-def _spark_type_name(rows: DataFrame, name: str) -> str:
+def _spark_type_name(rows: DataFrame, name: Path) -> str:
     return rows.schema[layers.value_column(name)].dataType.simpleString()
 
 

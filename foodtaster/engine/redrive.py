@@ -42,7 +42,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from foodtaster import contract_references, rule_ids
-from foodtaster.engine import listed, reference_checks, rules
+from foodtaster.contract.model import Contract
+from foodtaster.contract.path import Path
+from foodtaster.engine import listed, reference_checks
 from foodtaster.engine.guard import DEFAULT_BUDGET, Budget
 from foodtaster.engine.judging import (
     DUPLICATE,
@@ -54,6 +56,7 @@ from foodtaster.engine.judging import (
     valid_rows,
     with_reasons,
 )
+from foodtaster.engine.layers import written_column
 from foodtaster.lineage import LINEAGE_KEY
 from foodtaster.logs import batch_logger
 from foodtaster.registry import DatasetConfig
@@ -122,7 +125,7 @@ def quarantine_partitions(lake: Lake, dataset: str, selection: Selection) -> lis
 
 def select_quarantined(spark: SparkSession, lake: Lake, dataset: str, selection: Selection,
                        state: dispo.DispositionState | None = None,
-                       parts: list[Partition] | None = None, key: str | None = "message_id",
+                       parts: list[Partition] | None = None, key: Path | None = None,
                        ) -> DataFrame | None:
     """The quarantined rows `selection` names that are still in quarantine (not redriven,
     duplicate or purged), with `batch_date` and `_old_rules` (their rules when quarantined).
@@ -141,10 +144,10 @@ def select_quarantined(spark: SparkSession, lake: Lake, dataset: str, selection:
     if rule := selection.rule:
         rows = rows.where(F.exists("reasons", lambda r: r["rule"] == rule))
     if selection.message_id:
-        if key is None or key not in rows.columns:
+        if key is None or key.keys[0] not in rows.columns:
             raise ValueError(f"{dataset}: --message-id needs the contract's unique key"
                              + (f" ({key}) in the quarantine" if key else ", and the contract has none"))
-        rows = rows.where(F.col(key) == selection.message_id)
+        rows = rows.where(written_column(key) == selection.message_id)
     rows = rows.select("_raw", *LINEAGE_KEY, "_ingested_at", "batch_date",
                        F.array_distinct(F.col("reasons.rule")).alias("_old_rules"))
     state = state if state is not None else dispo.Dispositions(lake, dataset).state()
@@ -168,7 +171,7 @@ def as_lines(rows: DataFrame) -> DataFrame:
     )
 
 
-def rejudge(rows: DataFrame, contract: rules.Contract, poison: DataFrame | None,
+def rejudge(rows: DataFrame, contract: Contract, poison: DataFrame | None,
             max_message_bytes: int,
             keyed: Sequence[tuple[contract_references.Reference, DataFrame | None]] = (),
             budget: Budget = DEFAULT_BUDGET) -> DataFrame:
@@ -183,7 +186,7 @@ def rejudge(rows: DataFrame, contract: rules.Contract, poison: DataFrame | None,
     return with_reasons(decide_outcomes(flagged, contract), contract, max_message_bytes, extra)
 
 
-def published_keys(spark: SparkSession, lake: Lake, dataset: str, key: str,
+def published_keys(spark: SparkSession, lake: Lake, dataset: str, key: Path,
                    exclude: str | None = None) -> DataFrame | None:
     """Every `key` value in `valid/<dataset>/`, published or staged (a held batch may be
     released later), but the partitions of batch `exclude` (this redrive's own, on a rerun)."""
@@ -191,7 +194,7 @@ def published_keys(spark: SparkSession, lake: Lake, dataset: str, key: str,
     uris += _staged_uris(lake, dataset)
     if not uris:
         return None
-    return spark.read.parquet(*uris).select(F.col(key).alias("_published_key")).distinct()
+    return spark.read.parquet(*uris).select(written_column(key).alias("_published_key")).distinct()
 
 
 def _staged_uris(lake: Lake, dataset: str) -> list[str]:
@@ -204,11 +207,11 @@ def _staged_uris(lake: Lake, dataset: str) -> list[str]:
             and fs.glob(f"{p}/*.parquet")]
 
 
-def mark_published(judged: DataFrame, published: DataFrame | None, key: str | None) -> DataFrame:
+def mark_published(judged: DataFrame, published: DataFrame | None, key: Path | None) -> DataFrame:
     """A valid row whose key is already published becomes a duplicate: nothing is published twice."""
     if published is None or key is None:
         return judged
-    marked = judged.join(published, F.col(key) == F.col("_published_key"), "left")
+    marked = judged.join(published, written_column(key) == F.col("_published_key"), "left")
     outcome = F.when((F.col("_outcome") == VALID) & F.col("_published_key").isNotNull(), DUPLICATE) \
         .otherwise(F.col("_outcome"))
     return marked.withColumn("_outcome", outcome).drop("_published_key")
@@ -257,7 +260,7 @@ def run_redrive(spark: SparkSession, run: RedriveRun) -> dict[str, Any]:
         if not run.dry_run:
             for batch_id in sorted({p.batch_id for p in parts}):
                 batches.enter_context(batch_lease(lake, dataset, batch_id, run.redrive_id))
-        contract = rules.read_contract(config.load_contract())
+        contract = config.read_contract()
         entries = PoisonList(lake, dataset).entries()
         poison = listed.poison_frame(spark, entries) if entries else None
         disposition_log = dispo.Dispositions(lake, dataset)

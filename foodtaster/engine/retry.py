@@ -27,6 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from foodtaster import contract_references, rule_ids
+from foodtaster.contract.model import Contract
 from foodtaster.engine import group_hold, reference_checks
 from foodtaster.logs import batch_logger
 from foodtaster.registry import Conversation, DatasetConfig
@@ -99,10 +100,8 @@ def publish_later(spark: SparkSession, lake: Lake, config: DatasetConfig, rows: 
     return publish_redriven(spark, lake, config.name, part, redrive_id)
 
 
-def _contract(config: DatasetConfig):
-    from foodtaster.engine.rules import read_contract
-
-    return read_contract(config.load_contract())
+def _contract(config: DatasetConfig) -> Contract:
+    return config.read_contract()
 
 
 def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: datetime | None = None,

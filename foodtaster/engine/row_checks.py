@@ -18,14 +18,10 @@ from dataclasses import dataclass, replace
 from pyspark import SparkContext
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import DecimalType, TimestampType
+from pyspark.sql.types import TimestampType
 
 from foodtaster.checks import COMPARISONS
-from foodtaster.engine import layers
-from foodtaster.engine.layers import FieldStatus
-from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
-from foodtaster.engine.rules import (
-    COLUMN_CHECKS,
+from foodtaster.contract.model import (
     COMPARISON_WORDS,
     Contract,
     FieldRule,
@@ -34,6 +30,11 @@ from foodtaster.engine.rules import (
     render,
     rule_id,
 )
+from foodtaster.contract.path import Path
+from foodtaster.engine import layers
+from foodtaster.engine.layers import FieldStatus
+from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
+from foodtaster.engine.rules import COLUMN_CHECKS, output_type, parsed_type
 
 # What the value of an `out_of_range` field is, by the field's type.
 OUT_OF_RANGE_WORDS = {
@@ -45,9 +46,8 @@ TYPE_WORDS = {"date": "a calendar date (a JSON string YYYY-MM-DD)", "array": "a 
 
 
 def _out_of_range_words(rule: FieldRule) -> str | None:
-    spark_type = rule.json_type.spark_type
-    if isinstance(spark_type, DecimalType):
-        return f"does not fit decimal({spark_type.precision},{spark_type.scale}) (never rounded)"
+    if rule.json_type.name == "decimal":
+        return f"does not fit decimal({rule.json_type.precision},{rule.json_type.scale}) (never rounded)"
     return OUT_OF_RANGE_WORDS.get(rule.json_type.name)
 
 
@@ -57,22 +57,27 @@ class Slots:
     columns (`element` None), or one array element's struct, whose reasons name the element
     (`data.lines[2]`) and whose rules name the pattern (`data.lines[]`)."""
 
-    read: Callable[[str, str], Column]  # (slot, "value" | "status" | "text") -> its column
+    read: Callable[[Path, str], Column]  # (slot, "value" | "status" | "text") -> its column
     element: Column | None = None  # the element's exact path, at an element
-    pattern: str = ""  # the element's path pattern, at an element
+    pattern: Path = Path()  # the element's path pattern, at an element
 
-    def rule(self, name: str) -> str:
-        return ".".join(p for p in (self.pattern, name) if p)
+    def rule(self, name: Path) -> str:
+        return str(self.pattern / name)
 
-    def column(self, name: str) -> str | Column:
+    def column(self, name: Path) -> str | Column:
         if self.element is None:
-            return name
-        return F.concat(self.element, F.lit("." + name)) if name else self.element
+            return str(name)
+        return F.concat(self.element, F.lit(_tail(name))) if name else self.element
 
-    def words(self, name: str, words: str) -> str | Column:
+    def words(self, name: Path, words: str) -> str | Column:
         """A message about a slot: its exact path, then the words."""
         where = self.column(name)
         return f"{where} {words}" if isinstance(where, str) else F.concat(where, F.lit(" " + words))
+
+
+def _tail(path: Path) -> str:
+    """A relative path as printed after an element's path (`.qty`, `["a.b"]`)."""
+    return str(Path.of("_") / path)[1:]
 
 
 def message_slots() -> Slots:
@@ -80,11 +85,11 @@ def message_slots() -> Slots:
     return Slots(lambda name, part: F.col(parts[part](name)))
 
 
-def _element_slots(element: Column, scope: Scope, path: Column | None, pattern: str) -> Slots:
+def _element_slots(element: Column, scope: Scope, path: Column | None, pattern: Path) -> Slots:
     if scope.scalar:
         return Slots(lambda name, part: element.getField("_" + part), path, pattern)
     suffix = {"value": "", "status": "__status", "text": "__text"}
-    return Slots(lambda name, part: element.getField(name + suffix[part]), path, pattern)
+    return Slots(lambda name, part: element.getField(name.column + suffix[part]), path, pattern)
 
 
 _BUILT_CHECKS: dict[tuple[str, int], list[Check]] = {}
@@ -114,7 +119,7 @@ def scope_checks(scope: Scope, slots: Slots) -> list[Check]:
     is not judged: the object's own rules say what is wrong."""
     checks = []
     for rule in scope.fields:
-        above = [slots.read(o.name, "status") for o in scope.declared_objects_above(rule.name)]
+        above = [slots.read(o.path, "status") for o in scope.declared_objects_above(rule.path)]
         judged = None
         for status in above:
             present = ~status.isin(FieldStatus.MISSING, FieldStatus.NULL)
@@ -129,8 +134,8 @@ def _only_where(judged: Column, one: Check) -> Check:
 
 
 def _slot_checks(rule: FieldRule, slots: Slots) -> list[Check]:
-    status, text = slots.read(rule.name, "status"), slots.read(rule.name, "text")
-    name, column = rule.name, slots.column(rule.name)
+    status, text = slots.read(rule.path, "status"), slots.read(rule.path, "text")
+    name, column = rule.path, slots.column(rule.path)
     checks = []
     if rule.declared:
         checks.append(check((status == FieldStatus.MISSING) & F.lit(rule.required), "contract",
@@ -159,8 +164,6 @@ def _slot_checks(rule: FieldRule, slots: Slots) -> list[Check]:
     if rule.is_array:
         measured = F.when(status == FieldStatus.OK, F.size(value))
     for check_name, statistics in rule.checks:
-        if check_name not in COLUMN_CHECKS:
-            continue  # a Python check: `_python_field_checks`
         passes, message = COLUMN_CHECKS[check_name](measured, statistics)
         words = f"length {message}" if rule.is_array else message
         checks.append(check(measured.isNotNull() & ~passes, "contract",
@@ -171,7 +174,7 @@ def _slot_checks(rule: FieldRule, slots: Slots) -> list[Check]:
     return checks
 
 
-def _required_words(slots: Slots, name: str) -> str | Column:
+def _required_words(slots: Slots, name: Path) -> str | Column:
     where = slots.column(name)
     if isinstance(where, str):
         return f"required field {where} is missing"
@@ -187,8 +190,8 @@ def _elements_check(rule: FieldRule, elements: Column, slots: Slots) -> Check:
     for each failing rule of each element, naming the element by its index."""
     scope = rule.items
     assert scope is not None
-    pattern = slots.rule(rule.name) + "[]"
-    array_path = slots.column(rule.name)
+    pattern = slots.pattern / rule.path.each()
+    array_path = slots.column(rule.path)
 
     def element_checks(element: Column, index: Column | None) -> list[Check]:
         # The cheap pass needs only whether an element fails: no index, so no path is built.
@@ -201,9 +204,9 @@ def _elements_check(rule: FieldRule, elements: Column, slots: Slots) -> Check:
             return _slot_checks(_as_element(scope.fields[0]), inner)
         status = element.getField("_status")
         checks = [
-            check(status == FieldStatus.NULL, "contract", f"{pattern}.not_nullable",
+            check(status == FieldStatus.NULL, "contract", f"{str(pattern)}.not_nullable",
                   F.concat(path, F.lit(" must not be null")), column=path),
-            check(status >= FieldStatus.WRONG_TYPE, "contract", f"{pattern}.type(object)",
+            check(status >= FieldStatus.WRONG_TYPE, "contract", f"{str(pattern)}.type(object)",
                   F.concat(path, F.lit(" must be a JSON object, got "), layers.found_type(status)),
                   column=path, value=element.getField("_text")),
         ]
@@ -217,19 +220,19 @@ def _elements_check(rule: FieldRule, elements: Column, slots: Slots) -> Check:
 
 def _as_element(rule: FieldRule) -> FieldRule:
     """An array of scalars' one slot, named by the element itself (`data.tags[3]`)."""
-    return replace(rule, name="")
+    return replace(rule, path=Path())
 
 
 def _unexpected_checks() -> list[Check]:
     """A field a strict scope does not name: one reason each, its rule the path's pattern."""
     unexpected = F.col(layers.UNEXPECTED)
     failed = F.coalesce(F.size(unexpected) > 0, F.lit(False))
-    reasons = F.transform(unexpected, lambda path: F.struct(
+    reasons = F.transform(unexpected, lambda found: F.struct(
         F.lit("contract").alias("layer"),
-        F.concat(F.regexp_replace(path, r"\[[0-9]+\]", "[]"), F.lit(".unexpected")).alias("rule"),
-        path.alias("column"),
-        F.concat(F.lit("unexpected field "), path, F.lit(": the contract is strict (Config.strict = True)"))
-        .alias("message"),
+        F.concat(found.getField("pattern"), F.lit(".unexpected")).alias("rule"),
+        found.getField("path").alias("column"),
+        F.concat(F.lit("unexpected field "), found.getField("path"),
+                 F.lit(": the contract is strict (Config.strict = True)")).alias("message"),
         F.lit(None).cast("string").alias("value"),
     ))
     empty = F.array().cast(REASONS)
@@ -240,7 +243,7 @@ def _python_field_checks(contract: Contract) -> list[Check]:
     """A Python check fails where its verdict column (`with_python_checks`) is false."""
     return [
         check(~F.col(c.column), "contract", c.rule, f"{c.field} fails the check {c.rule}",
-              column=c.field, value=F.col(layers.value_column(c.field)))
+              column=c.field, value=F.col(layers.value_column(c.path)))
         for c in contract.python_checks
     ]
 
@@ -248,7 +251,7 @@ def _python_field_checks(contract: Contract) -> list[Check]:
 def _frame_checks(contract: Contract) -> list[Check]:
     """Cross-field checks; a comparison with a missing or wrongly typed value fails, as in pandas."""
     def typed(name: str) -> Column:
-        return F.col(layers.value_column(name))
+        return F.col(layers.value_column(Path.parse(name)))
 
     checks = []
     for _, s in contract.frame_checks:
@@ -274,28 +277,22 @@ def message_columns(contract: Contract) -> list[Column]:
     """The message as written to valid/: one column a top-level key, objects as structs, arrays
     of objects as arrays of structs, each leaf typed (a date, a decimal, a timestamp for an
     `iso_timestamp` string). Reads the columns of `layers.parse`."""
-    return _object_fields(contract.scope, message_slots(), "")
+    return _object_fields(contract.scope, message_slots(), Path())
 
 
 def message_keys(contract: Contract) -> list[str]:
     """The top-level keys `message_columns` writes, in order."""
-    return [f.name for f in contract.fields if "." not in f.name]
+    return [str(f.path.last) for f in contract.scope.children(Path())]
 
 
-def _object_fields(scope: Scope, slots: Slots, prefix: str) -> list[Column]:
-    columns = []
-    for rule in scope.fields:
-        if not rule.name.startswith(prefix) or "." in rule.name[len(prefix):]:
-            continue
-        key = rule.name[len(prefix):]
-        columns.append(_slot_output(scope, rule, slots).alias(key))
-    return columns
+def _object_fields(scope: Scope, slots: Slots, parent: Path) -> list[Column]:
+    return [_slot_output(scope, rule, slots).alias(str(rule.path.last)) for rule in scope.children(parent)]
 
 
 def _slot_output(scope: Scope, rule: FieldRule, slots: Slots) -> Column:
-    status, value = slots.read(rule.name, "status"), slots.read(rule.name, "value")
+    status, value = slots.read(rule.path, "status"), slots.read(rule.path, "value")
     if rule.is_object:
-        return F.when(status == FieldStatus.OK, F.struct(*_object_fields(scope, slots, rule.name + ".")))
+        return F.when(status == FieldStatus.OK, F.struct(*_object_fields(scope, slots, rule.path)))
     if rule.items is not None:
         items = rule.items
         return F.transform(value, lambda e: _element_output(e, items))
@@ -303,15 +300,15 @@ def _slot_output(scope: Scope, rule: FieldRule, slots: Slots) -> Column:
 
 
 def _element_output(element: Column, scope: Scope) -> Column:
-    inner = _element_slots(element, scope, None, "")
+    inner = _element_slots(element, scope, None, Path())
     if scope.scalar:
         return _typed(scope.fields[0], element.getField("_value"))
     ok = element.getField("_status") == FieldStatus.OK
-    return F.when(ok, F.struct(*_object_fields(scope, inner, "")))
+    return F.when(ok, F.struct(*_object_fields(scope, inner, Path())))
 
 
 def _typed(rule: FieldRule, value: Column) -> Column:
-    if isinstance(rule.output_type, TimestampType):
+    if isinstance(output_type(rule), TimestampType):
         return layers.iso_timestamp(value)  # a quarantined row's unshaped text is not guessed at
     if rule.json_type.name == "date":
         return value.cast("date")  # the parser let through only real dates, as YYYY-MM-DD
@@ -323,4 +320,4 @@ def carried_value(rule: FieldRule) -> bool:
     column differs from it (a timestamp or date read from a string, elements reshaped)."""
     if rule.is_object:
         return False
-    return rule.is_array or rule.output_type != rule.json_type.parsed_type
+    return rule.is_array or output_type(rule) != parsed_type(rule.json_type)

@@ -160,10 +160,10 @@ def prepare(spark: SparkSession, lake: Lake, config: DatasetConfig, log: BatchLo
     key = None
     conversation = config.conversation
     if conversation is not None:
-        # A nested field is a column named by its path (`data.order_id`), as group_by names it.
-        columns = config.load_contract().to_schema().columns
-        missing = [name for name in (conversation.group_by, conversation.order_by) if name not in columns]
-        unique = [name for name, column in columns.items() if column.unique]
+        contract = config.read_contract()
+        paths = {f.name for f in contract.fields if not (f.is_object or f.is_array)}
+        missing = [name for name in (conversation.group_by, conversation.order_by) if name not in paths]
+        unique = [str(path) for path in contract.unique_fields]
         if missing or len(unique) != 1:
             raise RegistryError(
                 f"{config.name}: group_by/order_by {missing} are not fields of {config.contract}"

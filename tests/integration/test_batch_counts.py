@@ -8,12 +8,15 @@ from pyspark.sql import functions as F
 from support.frames import lines_frame
 
 from contracts.orders import Orders
+from foodtaster.contract import read_contract
+from foodtaster.contract.path import Path
 from foodtaster.engine import batch_counts as counts_of
 from foodtaster.engine import ingest
 from foodtaster.engine.duplicates import KEY_HASH, KEYS_PER_TASK, repeated_hashes
 from foodtaster.engine.group_hold import GROUP_HASH, group_hash
 from foodtaster.engine.judging import flag_lines
-from foodtaster.engine.rules import read_contract
+
+MESSAGE_ID = Path.of("message_id")
 
 CONTRACT = read_contract(Orders)
 LINE = ('{"message_id": "%s", "order_id": "%s", "customer_id": "c", "amount": %s, "currency": "USD", '
@@ -36,7 +39,7 @@ def hashes(frame, column):
 
 
 def test_the_splits_keys_and_groups_are_those_counted_alone(flagged):
-    counts = counts_of.batch_counts(flagged, "message_id", group_hash("order_id"))
+    counts = counts_of.batch_counts(flagged, MESSAGE_ID, group_hash("order_id"))
 
     splits = {(r._source_file, r._split_start): r.asDict() for r in counts_of.split_offsets(counts).collect()}
     alone = {(r._source_file, r._split_start): r.asDict() for r in ingest.split_offsets(flagged).collect()}
@@ -44,7 +47,7 @@ def test_the_splits_keys_and_groups_are_those_counted_alone(flagged):
     assert sorted(s["_split_lines"] for s in splits.values()) == [16, 25]
 
     repeated = hashes(counts_of.repeated_key_hashes(counts), KEY_HASH)
-    assert repeated == hashes(repeated_hashes(flagged, "message_id"), KEY_HASH)
+    assert repeated == hashes(repeated_hashes(flagged, MESSAGE_ID), KEY_HASH)
     assert len(repeated) == 7  # every key but "solo"
 
     failed = hashes(counts_of.failed_group_hashes(counts), GROUP_HASH)
@@ -64,7 +67,7 @@ def test_the_counts_shuffle_into_a_task_a_keys_per_task_and_the_session_is_put_b
     tasks = counts_of.partitions(3 * KEYS_PER_TASK + 1)  # as if the batch were that large
     assert tasks == 4 and counts_of.partitions(10) == 1
     with counts_of.shuffled_into(spark, tasks):
-        counts = counts_of.batch_counts(flagged, "message_id", None)
+        counts = counts_of.batch_counts(flagged, MESSAGE_ID, None)
         counts.collect()
         plan = counts._jdf.queryExecution().executedPlan().toString()
     assert re.search(r"hashpartitioning\([^)]*_key_hash#\d+L[^)]*, 4\)", plan), plan

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from support.frames import lines_frame
 
 from contracts.orders import Orders
+from foodtaster.contract import read_contract
+from foodtaster.contract.model import FieldRule
 from foodtaster.engine.judging import validate_lines
-from foodtaster.engine.rules import FieldRule, read_contract
 from foodtaster_dev.contracts.checked import OrdersChecked
 from foodtaster_dev.oracle import decode, failed_rules
 

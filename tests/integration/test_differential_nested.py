@@ -34,10 +34,12 @@ from pyspark.sql import Row
 from support.frames import lines_frame
 
 from contracts.order_events import OrderEvents
+from foodtaster.contract import read_contract
+from foodtaster.contract.model import Contract, FieldRule, Scope
+from foodtaster.contract.path import Path
 from foodtaster.engine.judging import validate_lines
 from foodtaster.engine.layers import UNKNOWN
 from foodtaster.engine.row_checks import message_keys
-from foodtaster.engine.rules import Contract, FieldRule, Scope, read_contract
 from foodtaster_dev.contracts.nested import Shipments
 from foodtaster_dev.oracle import decode, failed_reasons
 
@@ -125,8 +127,9 @@ def bounds(rule: FieldRule, low: float, high: float) -> tuple[float, float, bool
 
 
 def decimal_shape(rule: FieldRule) -> tuple[int, int]:
-    spark = rule.json_type.spark_type
-    return spark.precision, spark.scale  # type: ignore[attr-defined]
+    precision, scale = rule.json_type.precision, rule.json_type.scale
+    assert precision is not None and scale is not None
+    return precision, scale
 
 
 def valid_core(rule: FieldRule) -> st.SearchStrategy:
@@ -372,25 +375,28 @@ def written_slot(rule: FieldRule, value: Any, scope: Scope) -> Any:
     return value
 
 
-def kept_unknown(value: dict, scope: Scope, where: str = "") -> dict[str, Any]:
+MESSAGE = Path()  # the message itself
+
+
+def kept_unknown(value: dict, scope: Scope, where: Path = MESSAGE) -> dict[str, Any]:
     """The keys a passing message has that its contract does not name, by path
-    (`data.lines[1].discount`), where their scope keeps them (`Config.strict = False`)."""
-    named = {f.name: f for f in scope.fields}
+    (`data.lines[1].discount`, `data["a.b"]`), where their scope keeps them (`Config.strict = False`)."""
+    named = {f.path: f for f in scope.fields}
     found: dict[str, Any] = {}
 
-    def visit(holder: dict, prefix: str) -> None:
+    def visit(holder: dict, prefix: Path) -> None:
         for key, inner in holder.items():
-            rule = named.get(prefix + key) if "." not in key else None
+            rule = named.get(prefix.key(key))
             if rule is None:
                 if scope.strict is False:
-                    found[where + prefix + key] = inner
+                    found[str(where / prefix.key(key))] = inner
             elif rule.is_object and isinstance(inner, dict):
-                visit(inner, prefix + key + ".")
+                visit(inner, prefix.key(key))
             elif rule.items is not None and not rule.items.scalar and isinstance(inner, list):
                 for i, element in enumerate(inner):
-                    found.update(kept_unknown(element, rule.items, f"{where}{prefix}{key}[{i}]."))
+                    found.update(kept_unknown(element, rule.items, where / prefix.key(key).index(i)))
 
-    visit(value, "")
+    visit(value, Path())
     return found
 
 
@@ -503,14 +509,15 @@ def test_a_decimal_with_an_exponent_of_any_length_is_judged_by_its_value(spark):
 
 def test_a_key_with_a_dot_names_no_path_of_the_contract(spark):
     """`{"data.status": 1}` is one JSON key, not `status` inside `data`: a strict scope finds it
-    unexpected at every depth, and a keeping one keeps it under that key."""
+    unexpected at every depth, named by its quoted path (`["data.status"]`), and a keeping one
+    keeps it under that path, apart from `data.status`."""
     batch = [{**GOOD_SHIPMENT, "data.status": "NEW"},
              shipment(data__carrier={"name": "DHL", "contact": {"phone": "+1"}, "contact.phone": 1}),
              shipment(**{"data__parcels__0__size.unit": "cm"})]
     assert assert_agree(spark, batch, Shipments, SHIPMENTS) == [
-        {("data.status.unexpected", "data.status")},
-        {("data.carrier.contact.phone.unexpected", "data.carrier.contact.phone")},
-        {("data.parcels[].size.unit.unexpected", "data.parcels[0].size.unit")},
+        {('["data.status"].unexpected', '["data.status"]')},
+        {('data.carrier["contact.phone"].unexpected', 'data.carrier["contact.phone"]')},
+        {('data.parcels[]["size.unit"].unexpected', 'data.parcels[0]["size.unit"]')},
     ]
     event = {"id": "e-1", "source": "/shop/x", "specversion": "1.0", "type": "com.shop.order.paid",
              "time": "2026-11-20T10:00:00Z",
@@ -573,5 +580,5 @@ def test_the_generator_reaches_valid_and_every_kind_of_failure(spark):
     # keys the contract does not name, in every strict scope, and one that spells a named path
     assert {"zz.unexpected", "data.zz.unexpected", "data.carrier.contact.zz.unexpected",
             "data.parcels[].zz.unexpected", "data.parcels[].size.zz.unexpected",
-            "data.status.unexpected", "data.parcels[].size.unit.unexpected"} <= seen
+            '["data.status"].unexpected', 'data.parcels[]["size.unit"].unexpected'} <= seen
     assert "data.amount.greater_than(0).when(data.status in (PAID,SHIPPED))" in seen

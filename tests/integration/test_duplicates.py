@@ -5,10 +5,13 @@ from pyspark.sql import functions as F
 from support.frames import lines_frame
 
 from contracts.orders import Orders
+from foodtaster.contract import read_contract
+from foodtaster.contract.path import Path
 from foodtaster.engine.duplicates import key_hash, mark_duplicates, repeated_hashes
 from foodtaster.engine.judging import decide_outcomes, flag_lines, with_reasons
-from foodtaster.engine.rules import read_contract
 from foodtaster.engine.suspects import cleared, suspects
+
+MESSAGE_ID = Path.of("message_id")
 
 CONTRACT = read_contract(Orders)
 BASE = ('{"message_id": "%s", "order_id": "o", "customer_id": "c", "amount": %s, "currency": "USD", '
@@ -70,16 +73,16 @@ def test_the_suspects_hold_every_failed_row_and_every_copy_and_are_judged_as_the
     lines = [BASE % ("m1", 5), BASE % ("m1", 6), BASE % ("m2", 5), BASE % ("m3", -1),
              BASE % ("m4", 5), BASE % ("m4", 5), '{"amount": 1}', '{"amount": 2}']
     flagged = flag_lines(lines_frame(spark, [line.encode() for line in lines]), CONTRACT, 1 << 20)
-    hashes = repeated_hashes(flagged, "message_id")
-    suspect = suspects(flagged, [(key_hash("message_id"), hashes)])
+    hashes = repeated_hashes(flagged, MESSAGE_ID)
+    suspect = suspects(flagged, [(key_hash(MESSAGE_ID), hashes)])
 
     def marks(rows):
         return {r["_row_id"]: (r["_redelivery"], len(r["_conflict"])) for r in rows.collect()}
 
     # m1 and m4 repeat, m3 failed, the two lines without a key failed: m2 alone is left out
     assert sorted(r.message_id or "" for r in suspect.collect()) == ["", "", "m1", "m1", "m3", "m4", "m4"]
-    assert [r.message_id for r in cleared(flagged, [(key_hash("message_id"), hashes)]).collect()] == ["m2"]
-    whole = marks(mark_duplicates(flagged, "message_id"))
-    among = marks(mark_duplicates(suspect, "message_id", every_copy_here=True))
+    assert [r.message_id for r in cleared(flagged, [(key_hash(MESSAGE_ID), hashes)]).collect()] == ["m2"]
+    whole = marks(mark_duplicates(flagged, MESSAGE_ID))
+    among = marks(mark_duplicates(suspect, MESSAGE_ID, every_copy_here=True))
     assert among == {row_id: whole[row_id] for row_id in among}
     assert sorted(among.values()) == [(False, 0)] * 4 + [(False, 1)] * 2 + [(True, 0)]  # m1 both, m4's copy

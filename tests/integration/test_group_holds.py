@@ -52,8 +52,8 @@ def test_a_held_message_that_passed_every_field_rule_gives_its_hold_as_its_only_
     from support.frames import lines_frame
 
     from contracts.orders import Orders
+    from foodtaster.contract import read_contract
     from foodtaster.engine.judging import decide_outcomes, flag_lines, with_reasons
-    from foodtaster.engine.rules import read_contract
 
     contract = read_contract(Orders)
     line = ('{"message_id": "%s", "order_id": "%s", "customer_id": "c", "amount": %s, "currency": "USD", '

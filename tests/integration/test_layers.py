@@ -7,6 +7,8 @@ import pytest
 from pandera.typing import Series
 from support.frames import lines_frame
 
+from foodtaster.contract import read_contract
+from foodtaster.contract.path import Path
 from foodtaster.engine import layers, rules
 
 GOOD = b'{"message_id": "m1", "amount": 5}'
@@ -18,7 +20,7 @@ class Two(pa.DataFrameModel):
 
 
 def reasons_of(spark, lines, max_bytes=200):
-    parser = rules.parser_input(rules.read_contract(Two), max_bytes)
+    parser = rules.parser_input(read_contract(Two), max_bytes)
     parsed = layers.parse(lines_frame(spark, lines), parser)
     rows = parsed.orderBy("_row_id").collect()
     return [[(r.layer, r.rule) for r in row[layers.LINE_REASONS] or []] for row in rows], rows
@@ -59,7 +61,8 @@ def test_bytes_layer_names_the_damage(spark, line, rule):
 def test_parse_layer_rejects_non_strict_json(spark, line):
     reasons, rows = reasons_of(spark, [line])
     assert reasons == [[("parse", "json.invalid")]]
-    assert rows[0]["_t_message_id"] is None and rows[0]["_s_amount"] is None
+    assert rows[0][layers.value_column(Path.of("message_id"))] is None
+    assert rows[0][layers.status_column(Path.of("amount"))] is None
     with pytest.raises(ValueError):  # the reference agrees it is not strict JSON
         json.loads(line, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)),
                    object_pairs_hook=_no_duplicates)
@@ -81,8 +84,10 @@ def test_parse_layer_wants_an_object(spark, line):
 def test_good_lines_pass_both_layers_and_keep_the_parse(spark):
     reasons, rows = reasons_of(spark, [GOOD, b'  {"nested": {"a": [1, {"b": "]"}]}}  ', b'{"s": "}]"}'])
     assert reasons == [[], [], []]
-    assert (rows[0]["_t_message_id"], rows[0]["_t_amount"]) == ("m1", 5.0)
-    assert [row["_s_amount"] for row in rows] == [layers.FieldStatus.OK] + [layers.FieldStatus.MISSING] * 2
+    message_id, amount = Path.of("message_id"), Path.of("amount")
+    assert (rows[0][layers.value_column(message_id)], rows[0][layers.value_column(amount)]) == ("m1", 5.0)
+    statuses = [row[layers.status_column(amount)] for row in rows]
+    assert statuses == [layers.FieldStatus.OK] + [layers.FieldStatus.MISSING] * 2
 
 
 def test_a_bytes_failure_is_not_also_reported_as_a_parse_failure(spark):
@@ -119,8 +124,8 @@ def test_the_parser_runs_once_a_line_in_the_flag_pass(spark):
     """The UDF is opaque to Spark: were its result copied into each field's column, every line
     would be parsed once a field. The optimized plan of the whole flag pass holds one call."""
     from contracts.orders import Orders
+    from foodtaster.contract import read_contract
     from foodtaster.engine.judging import flag_lines
-    from foodtaster.engine.rules import read_contract
 
     flagged = flag_lines(lines_frame(spark, [GOOD]), read_contract(Orders), 200)
     plan = flagged._jdf.queryExecution().optimizedPlan().toString()

@@ -6,8 +6,8 @@ import pytest
 from support.frames import lines_frame
 
 from contracts.orders import Orders
+from foodtaster.contract import read_contract
 from foodtaster.engine.judging import validate_lines
-from foodtaster.engine.rules import read_contract
 
 CONTRACT = read_contract(Orders)
 GOOD = {"message_id": "m-1", "order_id": "o", "customer_id": "c", "amount": 12.5, "currency": "USD",

@@ -23,7 +23,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from foodtaster.engine.layers import UNKNOWN_TYPE
+from foodtaster.contract.path import Path
+from foodtaster.engine.layers import UNEXPECTED_TYPE, UNKNOWN_TYPE
 from foodtaster.engine.reasons import REASONS
 
 OK, MISSING, NULL, OUT_OF_RANGE, INVALID, UNJUDGED, WRONG = 0, 1, 2, 3, 4, 5, 10
@@ -104,7 +105,8 @@ def run(parser, line: bytes | dict,
     out = plain(parser.parse(bytearray(line)))
     assert len(out) == 1 + 3 * len(names) + 2
     problems = None if out[0] is None else [(p[0], p[1], p[3]) for p in out[0]]
-    return problems, triples(out, names, 1), out[-2]
+    unexpected = None if out[-2] is None else [path for path, _ in out[-2]]
+    return problems, triples(out, names, 1), unexpected
 
 
 def element(values: list, names: list[str]) -> tuple[int, str | None, dict[str, tuple]]:
@@ -326,6 +328,18 @@ def test_a_strict_message_names_each_unexpected_key_by_its_full_path_in_document
     assert slots["id"] == (None, FOUND["object"], '{"not": "reported"}')
 
 
+def test_a_key_holding_a_dot_or_a_bracket_is_named_quoted_with_its_pattern(strict_parser):
+    """The parser prints a path as `foodtaster.contract.path.Path` does, so `a.b` the key is
+    never `a.b` the path; each unexpected key comes with its pattern (every index `[]`)."""
+    line = b'{"a.b": 1, "data": {"x[1]": 2, "lines": [{"sku": "a"}, {"sku": "b", "c.d": {"\\"": 1}}]}}'
+    out = plain(strict_parser.parse(bytearray(line)))
+    found = [tuple(pair) for pair in out[-2]]
+    assert found == [('["a.b"]', '["a.b"]'), ('data["x[1]"]', 'data["x[1]"]'),
+                     ('data.lines[1]["c.d"]', 'data.lines[]["c.d"]')]
+    assert [str(Path.parse(path)) for path, _ in found] == [path for path, _ in found]
+    assert Path.parse(found[2][0]).pattern == Path.parse(found[2][1])
+
+
 def test_element_scopes_are_strict_even_when_the_message_is_not(parser):
     _, _, unexpected = run(parser, STRICT_LINE)
     assert unexpected == ["data.lines[2].colour", "data.lines[2].more", "data.lines[2].dims.h",
@@ -423,7 +437,7 @@ def test_the_udf_returns_the_nested_verdict_as_a_row(spark):
         *columns("meta", StringType()), *columns("meta.k", LongType()), *columns("meta.r", DoubleType()),
         *columns("meta.ok", BooleanType()),
         *columns("lines", ArrayType(line)), *columns("scores", ArrayType(score)),
-        StructField("_unexpected", ArrayType(StringType())),
+        StructField("_unexpected", UNEXPECTED_TYPE),
         StructField("_unknown", UNKNOWN_TYPE),
     ])
     spark.udf.registerJavaFunction("test_strict_line_nested", "foodtaster.jvm.StrictLineUdf", returns)
@@ -454,7 +468,7 @@ def test_the_udf_returns_the_nested_verdict_as_a_row(spark):
     ]
     assert first.scores == [Row(_status=OK, _text=None, _value=1),
                             Row(_status=FOUND["string"], _text='"2"', _value=None)]
-    assert first._unexpected == ["lines[0].colour"]
+    assert first._unexpected == [Row(path="lines[0].colour", pattern="lines[].colour")]
 
     assert (second.amount, second.amount__status, second.amount__text) == (None, OUT_OF_RANGE, "1.234")
     assert (second.day, second.day__status, second.day__text) == (None, INVALID, '"2026-02-30"')

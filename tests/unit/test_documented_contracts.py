@@ -8,7 +8,7 @@ import sys
 import types
 from pathlib import Path
 
-from foodtaster.engine.rules import read_contract
+from foodtaster.contract import read_contract
 from foodtaster_dev.oracle import decode, failed_reasons
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Reading a nested contract (`foodtaster.engine.rules.read_contract`), without Spark: what the
+"""Reading a nested contract (`foodtaster.contract.read_contract`), without Spark: what the
 reader refuses, each by a ContractError naming the model and the path, and what it reads.
 
 A contract the reader accepts is one the engine gives pandera's meaning to (the differential
@@ -19,9 +19,12 @@ from pandera.typing import Series
 
 import foodtaster.checks  # noqa: F401  registers iso_timestamp and conditional
 import foodtaster_dev.contracts.checked  # noqa: F401  registers the Python check decimal_places
+from foodtaster.contract import read_contract
+from foodtaster.contract.model import ContractError
+from foodtaster.contract.path import Path
 from foodtaster.engine.layers import UNEXPECTED, UNKNOWN
 from foodtaster.engine.reasons import VALUE_MAX_CHARS
-from foodtaster.engine.rules import ContractError, parser_input, read_contract
+from foodtaster.engine.rules import parser_input
 
 
 class Line(pa.DataFrameModel):
@@ -47,21 +50,21 @@ def refused(model: type[pa.DataFrameModel], *words: str) -> str:
 # ---- what the reader refuses ------------------------------------------------------------------
 
 
-def test_two_paths_that_would_be_one_spark_column_are_refused():
-    class Twice(pa.DataFrameModel):
+def test_paths_that_look_alike_name_apart_places_and_columns():
+    """`a.b` (the key b of the object a), `a__b` and `["a.b"]` (one key holding a dot) are
+    three places: three slots, three Spark columns, three paths in the parser's spec."""
+
+    class Alike(pa.DataFrameModel):
         dotted: Series[str] = pa.Field(alias="a.b")
         underscored: Series[str] = pa.Field(alias="a__b")
+        quoted: Series[str] = pa.Field(alias='["a.b"]')
 
-    refused(Twice, "Twice", "'a.b' and 'a__b' would be one column")
-
-    class InElement(pa.DataFrameModel):
-        x: Series[int] = pa.Field(alias="s.t")
-        y: Series[int] = pa.Field(alias="s__t")
-
-    class Holder(pa.DataFrameModel):
-        lines: Series[int] = pa.Field(metadata={"items": InElement})
-
-    refused(Holder, "Holder.lines[]", "'s.t' and 's__t' would be one column")
+    contract = read_contract(Alike)
+    assert [f.path.keys for f in contract.fields] == [("a",), ("a", "b"), ("a__b",), ("a.b",)]
+    assert [f.name for f in contract.fields] == ["a", "a.b", "a__b", '["a.b"]']
+    assert len({f.path.column for f in contract.fields}) == 4
+    spec = json.loads(parser_input(contract, 1000).spec)
+    assert [f["path"] for f in spec["fields"]] == [["a"], ["a", "b"], ["a__b"], ["a.b"]]
 
 
 def test_a_field_under_a_leaf_or_an_array_is_refused():
@@ -415,10 +418,11 @@ def test_the_parser_is_asked_for_every_slot_by_path():
             {"type": "array", "path": ["amounts"], "items": {"type": "decimal", "precision": 5, "scale": 1}},
         ],
     }
-    assert given.slots == ("id", "d", "d.when", "d.items", "amounts")
-    slot_columns = [f"{slot}{part}" for slot in given.slots for part in ("", "__status", "__text")]
+    assert [str(slot) for slot in given.slots] == ["id", "d", "d.when", "d.items", "amounts"]
+    slot_columns = [f"{slot.column}{part}" for slot in given.slots for part in ("", "__status", "__text")]
     assert given.returns.names == ["reasons", *slot_columns, UNEXPECTED, UNKNOWN]
-    element = given.returns["d.items"].dataType.elementType  # type: ignore[attr-defined]
-    assert element.names == ["_status", "_text", "n", "n__status", "n__text"]
-    amount = given.returns["amounts"].dataType.elementType  # type: ignore[attr-defined]
+    element = given.returns[Path.of("d", "items").column].dataType.elementType  # type: ignore[attr-defined]
+    n = Path.of("n").column
+    assert element.names == ["_status", "_text", n, f"{n}__status", f"{n}__text"]
+    amount = given.returns[Path.of("amounts").column].dataType.elementType  # type: ignore[attr-defined]
     assert amount.names == ["_status", "_text", "_value"]

@@ -4,7 +4,8 @@ import pandera.pandas as pa
 import pytest
 from pandera.typing import Series
 
-from foodtaster.engine.rules import ContractError, read_contract, rule_id
+from foodtaster.contract import read_contract
+from foodtaster.contract.model import ContractError, rule_id
 
 
 def test_rule_ids_are_stable_and_readable():

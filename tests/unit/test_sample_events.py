@@ -207,7 +207,7 @@ def category(rule: str) -> str:
 def contract_rules() -> set[str]:
     """Every rule the contract can give, by path pattern: structural ones and each check's id."""
     from contracts.order_events import OrderEvents
-    from foodtaster.engine.rules import rule_id
+    from foodtaster.contract.model import rule_id
 
     def json_type(column) -> str:
         text = str(column.dtype).lower()
@@ -409,7 +409,7 @@ def test_reasons_name_rules_and_paths_of_the_contract(rows: list[tuple[EventTrut
 
 
 def test_the_rule_ids_are_the_engines() -> None:
-    from foodtaster.engine.rules import rule_id
+    from foodtaster.contract.model import rule_id
 
     assert rule_id("data.lines[].qty", "greater_than_or_equal_to", {"min_value": 1}) == \
         "data.lines[].qty.greater_than_or_equal_to(1)"

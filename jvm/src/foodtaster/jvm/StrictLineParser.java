@@ -40,8 +40,9 @@ import java.util.Map;
  * {@code problems} is null for a line that is one JSON object, else a list of {@code [layer,
  * rule, column, message, value]} (the reason record); per root slot its typed value (null unless
  * ok), its status (see the constants) and, where the status is a wrong type, out of range or
- * invalid, the value's JSON text; {@code unexpected} is null or the full paths of the keys strict
- * scopes did not name ({@code data.lines[2].colour}), in document order; {@code unknown} null or
+ * invalid, the value's JSON text; {@code unexpected} is null or the {@code [path, pattern]} of each
+ * key strict scopes did not name ({@code data.lines[2].colour}, {@code data.lines[].colour}), in
+ * document order; {@code unknown} null or
  * the {@code [path, json]} of each key a keeping scope did not name. An array's value is a
  * list of elements: {@code [status, text, v1, s1, x1, ...]} for an element scope,
  * {@code [status, text, value]} for scalar items.
@@ -122,7 +123,7 @@ public final class StrictLineParser implements Serializable {
         String[] keys = new String[8];  // null where the step is an array index
         int[] indices = new int[8];
         int depth;
-        List<String> unexpected;
+        List<Object[]> unexpected;
         List<Object[]> unknown;
 
         void push(String key, int index) {
@@ -140,26 +141,28 @@ public final class StrictLineParser implements Serializable {
 
         void unexpected(String key) {
             if (unexpected == null) unexpected = new ArrayList<>(2);
-            unexpected.add(path(key));
+            unexpected.add(new Object[]{path(key, false), path(key, true)});
         }
 
         void keep(String key, String json) {
             if (unknown == null) unknown = new ArrayList<>(2);
-            unknown.add(new Object[]{path(key), json});
+            unknown.add(new Object[]{path(key, false), json});
         }
 
-        private String path(String key) {
+        /** The path of a key under the walk's place, printed as PathText says; as a pattern
+         * ({@code lines[].colour}), every index is {@code []}. */
+        private String path(String key, boolean pattern) {
             StringBuilder path = new StringBuilder();
             for (int k = 0; k < depth; k++) {
                 if (keys[k] == null) {
-                    path.append('[').append(indices[k]).append(']');
+                    path.append('[');
+                    if (!pattern) path.append(indices[k]);
+                    path.append(']');
                 } else {
-                    if (k > 0) path.append('.');
-                    path.append(keys[k]);
+                    PathText.appendKey(path, keys[k]);
                 }
             }
-            if (depth > 0) path.append('.');
-            path.append(key);
+            PathText.appendKey(path, key);
             return path.toString();
         }
     }

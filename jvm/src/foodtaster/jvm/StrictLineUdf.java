@@ -17,7 +17,7 @@ import java.util.List;
  * array on every row: the parser is rebuilt only when the spec's bytes change.
  *
  * <p>The struct is the parser's output as a row: {@code reasons}, a value, status and text per
- * root slot, then {@code _unexpected} and {@code _unknown}; the reasons, the unknown keys and every
+ * root slot, then {@code _unexpected} and {@code _unknown}; the reasons, the unexpected and unknown keys and every
  * array's elements are rows too, an element's own arrays included.
  */
 public final class StrictLineUdf implements UDF2<byte[], byte[], Row> {
@@ -39,6 +39,7 @@ public final class StrictLineUdf implements UDF2<byte[], byte[], Row> {
         if (out[0] != null) out[0] = rows(out[0]);
         for (int v : parser.rootArrays()) if (out[v] != null) out[v] = rows(out[v]);
         int unknown = parser.unknownPlace();
+        if (out[unknown - 1] != null) out[unknown - 1] = rows(out[unknown - 1]);  // the unexpected keys
         if (out[unknown] != null) out[unknown] = rows(out[unknown]);
         return RowFactory.create(out);
     }
