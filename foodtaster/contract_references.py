@@ -73,8 +73,11 @@ def _policy(field: str, retry: Any) -> RetryPolicy | None:
     return policy
 
 
-def read_references(model: type[DataFrameModel]) -> list[Reference]:
-    """The reference checks a pandera model declares in its fields' metadata."""
+def read_references(model: type[DataFrameModel] | None) -> list[Reference]:
+    """The reference checks a pandera model declares in its fields' metadata (a JSON Schema
+    contract, `None` here, declares none)."""
+    if model is None:
+        return []
     found = []
     for name, column in model.to_schema().columns.items():
         meta = column.metadata or {}

@@ -110,7 +110,9 @@ class Conversation:
 @dataclass(frozen=True)
 class DatasetConfig:
     name: str
-    contract: str  # "module:Class" of a pandera DataFrameModel
+    # "module:Class" of a pandera DataFrameModel, or a JSON Schema file (`.json`), relative to the
+    # registry's folder or absolute
+    contract: str
     expectation_suite: str  # path of the GX suite JSON, relative to the project root
     schedule: str | None = "@daily"
     start_date: str = "2026-11-01"
@@ -131,6 +133,11 @@ class DatasetConfig:
     # message holds the later ones of its group (foodtaster.engine.group_hold).
     group_by: str | None = None
     order_by: str | None = None
+    # A JSON Schema contract's keywords not to judge (JSON pointers, said in the summary), and the
+    # `format`s to assert (an annotation otherwise, as the spec says).
+    ignore: tuple[str, ...] = ()
+    assert_formats: tuple[str, ...] = ()
+    registry_dir: str = ""  # the registry file's folder: a relative contract file is found there
 
     @property
     def conversation(self) -> Conversation | None:
@@ -140,13 +147,28 @@ class DatasetConfig:
             return None
         return Conversation(self.group_by, self.order_by)
 
+    @property
+    def schema_file(self) -> Path | None:
+        """A JSON Schema contract's file; None for a pandera model."""
+        if not self.contract.endswith(".json"):
+            return None
+        path = Path(self.contract)
+        return path if path.is_absolute() else Path(self.registry_dir or PROJECT_ROOT) / path
+
     def read_contract(self) -> Contract:
         """The dataset's contract, read into the contract model by its front-end."""
         from foodtaster.contract import read_contract
 
+        if self.schema_file is not None:
+            from foodtaster.contract.json_schema import read_json_schema
+
+            return read_json_schema(self.schema_file, ignore=self.ignore, assert_formats=self.assert_formats)
         return read_contract(self.load_contract(), self.contract)
 
-    def load_contract(self) -> type[DataFrameModel]:
+    def load_contract(self) -> type[DataFrameModel] | None:
+        """A pandera contract's model class; None for a JSON Schema contract."""
+        if self.schema_file is not None:
+            return None
         module_name, _, attr = self.contract.partition(":")
         try:
             return getattr(importlib.import_module(module_name), attr)
@@ -173,7 +195,8 @@ def lake_root() -> str:
     return os.environ.get("FOODTASTER_LAKE") or str(DEFAULT_LAKE)
 
 
-def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, Any]) -> DatasetConfig:
+def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, Any],
+                        registry_dir: str = "") -> DatasetConfig:
     if not re.match(DATASET_NAME_PATTERN, name):
         raise RegistryError(f"dataset name {name!r} must match {DATASET_NAME_PATTERN}")
     merged = {**defaults, **entry}
@@ -184,14 +207,24 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
         slack_conn_id=alerts.get("slack_conn_id", "slack_default"),
     )
     merged["source"] = source_from_entry(name, entry.get("source"))
-    known = set(DatasetConfig.__dataclass_fields__)
+    known = set(DatasetConfig.__dataclass_fields__) - {"registry_dir"}
     unknown = set(merged) - known
     if unknown:
         raise RegistryError(f"dataset {name!r}: unknown keys {sorted(unknown)}")
     for required in ("contract", "expectation_suite"):
         if required not in merged:
             raise RegistryError(f"dataset {name!r}: {required!r} is required")
-    config = DatasetConfig(name=name, **{k: v for k, v in merged.items() if k != "name"})
+    for listed in ("ignore", "assert_formats"):
+        value = merged.get(listed, ())
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise RegistryError(f"dataset {name!r}: {listed} is a list of strings, got {value!r}")
+        merged[listed] = tuple(value)
+    schema_only = merged.get("ignore") or merged.get("assert_formats")
+    if schema_only and not str(merged.get("contract", "")).endswith(".json"):
+        raise RegistryError(f"dataset {name!r}: ignore and assert_formats are a JSON Schema contract's; "
+                            f"{merged.get('contract')!r} is a pandera model")
+    config = DatasetConfig(name=name, registry_dir=registry_dir,
+                           **{k: v for k, v in merged.items() if k != "name"})
     if not 0 < config.alert_rate <= config.hold_rate <= 1:
         raise RegistryError(
             f"dataset {name!r}: need 0 < alert_rate <= hold_rate <= 1, "
@@ -227,7 +260,9 @@ def load_registry(path: str | Path | None = None) -> dict[str, DatasetConfig]:
     datasets = document.get("datasets") or {}
     if not isinstance(datasets, dict):
         raise RegistryError(f"{path}: 'datasets' must be a mapping of name to entry")
-    return {name: _dataset_from_entry(name, entry or {}, defaults) for name, entry in datasets.items()}
+    folder = str(path.resolve().parent)
+    return {name: _dataset_from_entry(name, entry or {}, defaults, folder)
+            for name, entry in datasets.items()}
 
 
 def get_dataset(name: str, path: str | Path | None = None) -> DatasetConfig:

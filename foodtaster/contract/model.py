@@ -26,7 +26,8 @@ class ContractError(UsageError):
     """A contract that says something no back-end gives the front-end's meaning to."""
 
 
-JSON_TYPES = ("string", "number", "integer", "boolean", "decimal", "date", "object", "array")
+# `json`: any JSON value, kept as its JSON text (a JSON Schema type union, `oneOf`, no `type`).
+JSON_TYPES = ("string", "number", "integer", "boolean", "decimal", "date", "object", "array", "json")
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,13 @@ class Contract:
     python_checks: tuple[PythonCheck, ...] = ()
     strict: bool | str = False
     source: str = ""  # where it was read from, for a person: `contracts.orders:Orders`, a file
+    # A JSON Schema contract's schema (`foodtaster.contract.json_schema.JsonSchemaDoc`): it judges
+    # every message; `fields` are then the typed view valid/ holds, judged by no rule of their own.
+    schema: Any = field(default=None, compare=False)
+
+    @property
+    def judged_by_schema(self) -> bool:
+        return self.schema is not None
 
     @property
     def scope(self) -> Scope:

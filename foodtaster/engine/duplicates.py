@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from foodtaster.contract.path import Path
-from foodtaster.engine.layers import written_column
+from foodtaster.engine.layers import named, written_column
 from foodtaster.engine.reasons import check
 from foodtaster.engine.suspects import hash_or_null
 
@@ -93,7 +93,7 @@ def mark_duplicates(rows: DataFrame, key: Path, *, every_copy_here: bool = False
         column=str(key), value=written_column(key),
     ).reason
     return marked.select(
-        *rows.columns,
+        *map(named, rows.columns),
         F.coalesce(redelivery, F.lit(False)).alias("_redelivery"),
         conflict.alias("_conflict"),
     )

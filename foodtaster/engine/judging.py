@@ -19,7 +19,7 @@ from pyspark.sql.types import LongType, TimestampType
 
 from foodtaster.contract.model import Contract, ContractError
 from foodtaster.contract.path import Path
-from foodtaster.engine import layers, listed, python_checks, row_checks, rules
+from foodtaster.engine import layers, listed, python_checks, row_checks, rules, schema_judge
 from foodtaster.engine.duplicates import mark_duplicates
 from foodtaster.engine.guard import DEFAULT_BUDGET, Budget
 from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
@@ -68,6 +68,8 @@ def parse_marking_listed(
     bytes or its typed unique key); returns the rows and the column true on a listed row, or
     None without a list."""
     parsed = layers.parse(lines, rules.parser_input(contract, max_message_bytes))
+    if contract.judged_by_schema:
+        parsed = schema_judge.with_schema_reasons(parsed, contract)
     if poison is None:
         return parsed, None
     key = unique_key(contract)
@@ -81,6 +83,8 @@ def _verdict_columns(contract: Contract) -> list[str]:
     read from a string, an array's elements); each Python check's verdict, so that no check
     runs twice."""
     columns = [layers.LINE_REASONS, layers.UNEXPECTED]
+    if contract.judged_by_schema:
+        columns.append(schema_judge.SCHEMA_REASONS)
     for rule in contract.fields:
         columns += [layers.status_column(rule.path), layers.text_column(rule.path)]
         if row_checks.carried_value(rule):
@@ -101,7 +105,8 @@ def explain(rows: DataFrame, contract: Contract, max_message_bytes: int) -> Data
         .when(layers.line_failed(), F.col(layers.LINE_REASONS))
         .otherwise(collect(row_checks.field_checks(contract)))
     )
-    return rows.select("*", *typed, *carried).select(*rows.columns, reasons.alias("_reasons"))
+    named = map(layers.named, rows.columns)
+    return rows.select("*", *typed, *carried).select(*named, reasons.alias("_reasons"))
 
 
 def validate_lines(lines: DataFrame, contract: Contract, max_message_bytes: int) -> DataFrame:

@@ -72,11 +72,17 @@ def value_column(field: Path) -> str:
     return f"_t{field.column}"
 
 
+def named(name: str) -> Column:
+    """A column by its exact name, a dot in it not read as a struct field (a top-level key
+    `app.name` of a message is a column of that name)."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 def written_column(path: Path) -> Column:
     """The written column at a path through objects (`data.customer.email` in valid/): a key is
     a name, never split at a dot."""
     first, *rest = path.keys
-    column = F.col("`" + first.replace("`", "``") + "`")
+    column = named(first)
     for key in rest:
         column = column.getField(key)
     return column

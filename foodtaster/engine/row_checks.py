@@ -31,7 +31,7 @@ from foodtaster.contract.model import (
     rule_id,
 )
 from foodtaster.contract.path import Path
-from foodtaster.engine import layers
+from foodtaster.engine import layers, schema_judge
 from foodtaster.engine.layers import FieldStatus
 from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
 from foodtaster.engine.rules import COLUMN_CHECKS, output_type, parsed_type
@@ -60,6 +60,8 @@ class Slots:
     read: Callable[[Path, str], Column]  # (slot, "value" | "status" | "text") -> its column
     element: Column | None = None  # the element's exact path, at an element
     pattern: Path = Path()  # the element's path pattern, at an element
+    # Only what valid/ cannot hold (`out_of_range`): a JSON Schema contract's schema judges the rest.
+    representation_only: bool = False
 
     def rule(self, name: Path) -> str:
         return str(self.pattern / name)
@@ -80,16 +82,18 @@ def _tail(path: Path) -> str:
     return str(Path.of("_") / path)[1:]
 
 
-def message_slots() -> Slots:
+def message_slots(representation_only: bool = False) -> Slots:
     parts = {"value": layers.value_column, "status": layers.status_column, "text": layers.text_column}
-    return Slots(lambda name, part: F.col(parts[part](name)))
+    return Slots(lambda name, part: F.col(parts[part](name)), representation_only=representation_only)
 
 
-def _element_slots(element: Column, scope: Scope, path: Column | None, pattern: Path) -> Slots:
+def _element_slots(element: Column, scope: Scope, path: Column | None, pattern: Path,
+                   representation_only: bool = False) -> Slots:
     if scope.scalar:
-        return Slots(lambda name, part: element.getField("_" + part), path, pattern)
+        return Slots(lambda name, part: element.getField("_" + part), path, pattern, representation_only)
     suffix = {"value": "", "status": "__status", "text": "__text"}
-    return Slots(lambda name, part: element.getField(name.column + suffix[part]), path, pattern)
+    return Slots(lambda name, part: element.getField(name.column + suffix[part]), path, pattern,
+                 representation_only)
 
 
 _BUILT_CHECKS: dict[tuple[str, int], list[Check]] = {}
@@ -105,6 +109,10 @@ def field_checks(contract: Contract) -> list[Check]:
     key = (repr(contract), id(SparkContext._active_spark_context))
     if key not in _BUILT_CHECKS:
         _BUILT_CHECKS.clear()  # Columns of a stopped context are of no use
+        if contract.judged_by_schema:
+            _BUILT_CHECKS[key] = [*scope_checks(contract.scope, message_slots(representation_only=True)),
+                                  schema_judge.schema_check()]
+            return _BUILT_CHECKS[key]
         _BUILT_CHECKS[key] = [
             *scope_checks(contract.scope, message_slots()),
             *_unexpected_checks(),
@@ -137,6 +145,8 @@ def _slot_checks(rule: FieldRule, slots: Slots) -> list[Check]:
     status, text = slots.read(rule.path, "status"), slots.read(rule.path, "text")
     name, column = rule.path, slots.column(rule.path)
     checks = []
+    if slots.representation_only:
+        return _representation_checks(rule, slots)
     if rule.declared:
         checks.append(check((status == FieldStatus.MISSING) & F.lit(rule.required), "contract",
                             f"{slots.rule(name)}.required",
@@ -174,6 +184,22 @@ def _slot_checks(rule: FieldRule, slots: Slots) -> list[Check]:
     return checks
 
 
+def _representation_checks(rule: FieldRule, slots: Slots) -> list[Check]:
+    """A value the schema accepts that its valid/ column cannot hold: `out_of_range`, and the
+    same inside every element (docs/judging.md, "JSON Schema contracts")."""
+    status = slots.read(rule.path, "status")
+    checks = []
+    beyond = _out_of_range_words(rule)
+    # a number no double holds is the schema judge's (`schema_judge`): it finds it at any place
+    if beyond is not None and rule.json_type.name != "number":
+        checks.append(check(status == FieldStatus.OUT_OF_RANGE, "contract",
+                            f"{slots.rule(rule.path)}.out_of_range", slots.words(rule.path, beyond),
+                            column=slots.column(rule.path), value=slots.read(rule.path, "text")))
+    if rule.items is not None:
+        checks.append(_elements_check(rule, slots.read(rule.path, "value"), slots))
+    return checks
+
+
 def _required_words(slots: Slots, name: Path) -> str | Column:
     where = slots.column(name)
     if isinstance(where, str):
@@ -199,10 +225,12 @@ def _elements_check(rule: FieldRule, elements: Column, slots: Slots) -> Check:
         if index is not None:
             start = F.lit(array_path) if isinstance(array_path, str) else array_path
             path = F.concat(start, F.lit("["), index.cast("string"), F.lit("]"))
-        inner = _element_slots(element, scope, path, pattern)
+        inner = _element_slots(element, scope, path, pattern, slots.representation_only)
         if scope.scalar:
             return _slot_checks(_as_element(scope.fields[0]), inner)
         status = element.getField("_status")
+        if slots.representation_only:
+            return [_only_where(status == FieldStatus.OK, one) for one in scope_checks(scope, inner)]
         checks = [
             check(status == FieldStatus.NULL, "contract", f"{str(pattern)}.not_nullable",
                   F.concat(path, F.lit(" must not be null")), column=path),

@@ -50,7 +50,7 @@ from foodtaster.engine.reasons import REASONS, VALUE_MAX_CHARS
 
 _SPARK_TYPES: dict[str, DataType] = {
     "string": StringType(), "number": DoubleType(), "integer": LongType(), "boolean": BooleanType(),
-    "date": DateType(), "object": StringType(), "array": StringType(),
+    "date": DateType(), "object": StringType(), "array": StringType(), "json": StringType(),
 }
 
 

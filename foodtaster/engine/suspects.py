@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from foodtaster.engine.layers import named
+
 SUSPECT = "_suspect"
 RAW_HASH = "_raw_hash"  # a 64-bit hash of the bytes of a row that passed the pass
 
@@ -50,7 +52,7 @@ def mark_suspects(rows: DataFrame, watches: Sequence[Watch]) -> DataFrame:
         joined = joined.join(F.broadcast(watched.select(F.col(hash_column).alias(name))),
                              row_hash == F.col(name), "left")
         suspect = suspect | F.col(name).isNotNull()
-    return joined.select(*rows.columns, suspect.alias(SUSPECT))
+    return joined.select(*map(named, rows.columns), suspect.alias(SUSPECT))
 
 
 def suspects(rows: DataFrame, watches: Sequence[Watch]) -> DataFrame:
@@ -89,4 +91,4 @@ def with_bytes_read_again(rows: DataFrame, lines: DataFrame) -> DataFrame:
         "the bytes of %s row %d %s: the input changed under the batch",
         F.col("_source_file"), F.col("_row_id"), what))
     raw = F.when(lost, error).otherwise(F.coalesce("_raw", "_raw_read"))
-    return joined.select(*(raw.alias(c) if c == "_raw" else F.col(c) for c in rows.columns if c != RAW_HASH))
+    return joined.select(*(raw.alias(c) if c == "_raw" else named(c) for c in rows.columns if c != RAW_HASH))

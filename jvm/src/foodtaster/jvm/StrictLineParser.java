@@ -57,10 +57,12 @@ public final class StrictLineParser implements Serializable {
     private static final int FOUND_STRING = 0, FOUND_INTEGER = 1, FOUND_NUMBER = 2, FOUND_BOOLEAN = 3,
             FOUND_OBJECT = 4, FOUND_ARRAY = 5;
 
+    /** JSON: any value, kept as its JSON text (a JSON null as the text {@code null}, so it stays apart
+     * from a missing key): where a contract allows several types, as a JSON Schema type union. */
     public static final int STRING = 0, NUMBER = 1, INTEGER = 2, BOOLEAN = 3, DECIMAL = 4, DATE = 5,
-            OBJECT = 6, ARRAY = 7;
+            OBJECT = 6, ARRAY = 7, JSON_TEXT = 8;
     private static final String[] TYPES = {"string", "number", "integer", "boolean", "decimal", "date",
-            "object", "array"};
+            "object", "array", "json"};
     // Spark's largest decimal
     private static final int MAX_PRECISION = 38;
 
@@ -645,6 +647,11 @@ public final class StrictLineParser implements Serializable {
     /** Types a scalar at {@code out[v]} (value), {@code out[s]} (status) and {@code out[x]} (text). */
     private void typeScalar(JsonParser p, JsonToken t, Node node, Object[] out, int v, int s, int x, byte[] b)
             throws IOException {
+        if (node.type == JSON_TEXT) {
+            out[v] = jsonText(p, t, b);
+            out[s] = OK;
+            return;
+        }
         if (t == JsonToken.VALUE_NULL) {
             out[s] = NULL;
             return;
