@@ -58,25 +58,26 @@ def _judge_function(doc: JsonSchemaDoc) -> Any:
         validator = _VALIDATORS.get(key)
         if validator is None:
             validator = _VALIDATORS[key] = doc.validator()
-        return judge_message(validator, raw)
+        return judge_message(validator, raw, doc.document)
 
     return judge
 
 
-def judge_message(validator: Any, raw: bytes | str) -> list[tuple[Any, ...]] | None:
-    """One message's reasons (layer, rule, column, message, value), or None when it passes."""
+def judge_message(validator: Any, raw: bytes | str, document: Any = None) -> list[tuple[Any, ...]] | None:
+    """One message's reasons (layer, rule, column, message, value), or None when it passes.
+    `document`: the schema, where a rule's argument is read as written (a type list's order)."""
     overflowed: list[str] = []
     message = json.loads(raw, parse_float=lambda text: _number(text, overflowed))
     if not overflowed:
         if validator.is_valid(message):
             return None
-        return [reason for error in validator.iter_errors(message) for reason in reasons_of(error)]
+        return [reason for error in validator.iter_errors(message) for reason in reasons_of(error, document)]
     # a number no double holds reads as infinity, which the validator would misjudge: its own
     # reason, and the validator's verdict on every other place
     found = list(_beyond_double(message, Path()))
     beyond = {reason[2] for reason in found}
-    return found + [reason for error in validator.iter_errors(message) for reason in reasons_of(error)
-                    if reason[2] not in beyond]
+    return found + [reason for error in validator.iter_errors(message)
+                    for reason in reasons_of(error, document) if reason[2] not in beyond]
 
 
 def _number(text: str, overflowed: list[str]) -> float:
@@ -99,8 +100,9 @@ def _beyond_double(value: Any, at: Path) -> Iterator[tuple[Any, ...]]:
             yield from _beyond_double(inner, at.index(index))
 
 
-def reasons_of(error: Any) -> Iterator[tuple[Any, ...]]:
-    """The reasons of one `jsonschema_rs.ValidationError`."""
+def reasons_of(error: Any, document: Any = None) -> Iterator[tuple[Any, ...]]:
+    """The reasons of one `jsonschema_rs.ValidationError`: an unexpected property's rule at its
+    object's pattern, the column its own path; a missing one's at its own path."""
     kind = error.kind
     name = kind.name
     at = Path(tuple(error.instance_path))
@@ -111,11 +113,15 @@ def reasons_of(error: Any) -> Iterator[tuple[Any, ...]]:
         return
     if name in ("additionalProperties", "unevaluatedProperties") and details.get("unexpected"):
         for key in details["unexpected"]:
-            yield _reason(at.key(key), name, f"is not allowed by {name} of {at or 'the message'}",
-                          error.instance.get(key) if isinstance(error.instance, dict) else None, own=True)
+            value = error.instance.get(key) if isinstance(error.instance, dict) else None
+            yield _reason(at.key(key), name, f"is not allowed by {name} of {at or 'the message'}", value,
+                          own=True, pattern=at.pattern)
         return
     if name == "type":
-        name = f"type({','.join(details['types'])})"
+        written = _keyword_value(document, error.schema_path)
+        types = written if isinstance(written, list) else [written] if isinstance(written, str) \
+            else details["types"]
+        name = f"type({','.join(types)})"
     else:
         argument = next((details[a] for a in _ARGUMENTS if a in details), None)
         if argument is not None:
@@ -123,13 +129,25 @@ def reasons_of(error: Any) -> Iterator[tuple[Any, ...]]:
     yield _reason(at, name, error.message, error.instance)
 
 
-def _reason(at: Path, rule: str, words: str, value: Any, *, own: bool = False) -> tuple[Any, ...]:
+def _keyword_value(document: Any, schema_path: list[Any]) -> Any:
+    """The keyword's value as the schema writes it, or None where the path leaves the document."""
+    value = document
+    for step in schema_path:
+        if isinstance(value, dict) and step in value or isinstance(value, list) and isinstance(step, int) and step < len(value):
+            value = value[step]
+        else:
+            return None
+    return value
+
+
+def _reason(at: Path, rule: str, words: str, value: Any, *, own: bool = False,
+            pattern: Path | None = None) -> tuple[Any, ...]:
     """A reason; `words` are the validator's sentence (after the path and a colon) or, `own`,
-    the rest of a sentence about the path."""
+    the rest of a sentence about the path. The rule is named at `pattern`, else at the path's."""
     where = str(at)
-    pattern = str(at.pattern)
+    named = str(at.pattern if pattern is None else pattern)
     message = (f"{where} {words}" if own else f"{where}: {words}") if where else words
-    return ("contract", f"{pattern}.{rule}" if pattern else rule, where or None, message,
+    return ("contract", f"{named}.{rule}" if named else rule, where or None, message,
             None if value is None else _text(value))
 
 
