@@ -133,7 +133,8 @@ def _keyword_value(document: Any, schema_path: list[Any]) -> Any:
     """The keyword's value as the schema writes it, or None where the path leaves the document."""
     value = document
     for step in schema_path:
-        if isinstance(value, dict) and step in value or isinstance(value, list) and isinstance(step, int) and step < len(value):
+        inside_list = isinstance(value, list) and isinstance(step, int) and step < len(value)
+        if isinstance(value, dict) and step in value or inside_list:
             value = value[step]
         else:
             return None
