@@ -1,10 +1,11 @@
-"""`foodtaster contract ...`: what a dataset's contract says, as the engine reads it. No lake,
-no JVM: the registry and the contract only."""
+"""`foodtaster contract ...`: what a dataset's contract says, as the engine reads it, and a
+JSON Schema as a pandera module to start from. No lake, no JVM: the contract only."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 
 from foodtaster.ops.terminal import json_lines, print_table, printable
 
@@ -12,12 +13,16 @@ ROW_COLUMNS = ("path", "type", "required", "nullable", "checks", "key", "persona
 
 
 def add_contract_commands(commands: argparse._SubParsersAction) -> None:
-    contract = commands.add_parser("contract", help="a dataset's contract, as the engine reads it")
+    contract = commands.add_parser("contract", help="a dataset's contract: show it; a JSON Schema as pandera")
     verbs = contract.add_subparsers(dest="verb", required=True)
     show = verbs.add_parser("show", help="the effective contract of a dataset, one row a path")
     show.add_argument("dataset", help="the dataset's name in pipeline.yaml")
     show.add_argument("--json", action="store_true", help="JSON lines, one a row, for scripts")
     show.set_defaults(run=contract_show)
+    imports = verbs.add_parser("import", help="a JSON Schema as an equivalent pandera module, printed")
+    imports.add_argument("schema", help="the JSON Schema file (draft-07, 2019-09 or 2020-12)")
+    imports.add_argument("--name", help="the message model's class name (default: from the title or file)")
+    imports.set_defaults(run=contract_import)
 
 
 def _yes(flag: bool) -> str:
@@ -57,3 +62,9 @@ def contract_show(args: argparse.Namespace) -> int:
         print(f"across fields: {printable(words)}")
     return 0
 
+
+def contract_import(args: argparse.Namespace) -> int:
+    from foodtaster.contract.to_pandera import pandera_module
+
+    sys.stdout.write(pandera_module(args.schema, name=args.name))
+    return 0
