@@ -16,6 +16,7 @@ from pathlib import Path as FilePath
 
 import jsonschema
 import pytest
+import yaml
 
 from foodtaster.contract.path import Path
 from foodtaster.contract.to_pandera import pandera_module
@@ -147,6 +148,14 @@ def test_counts_files_and_same_bytes(tmp_path, batch):
     assert {t.kind for t in only.truth} == {"good", "bad_timestamp"}
     with pytest.raises(ValueError, match="unknown poison kinds"):
         generate_payments(tmp_path / "e", kinds=["nope"])
+
+
+def test_the_registry_entry_asserts_the_formats_the_truth_assumes():
+    entry = yaml.safe_load((SCHEMA.parent.parent / "pipeline.yaml").read_text())["datasets"][DATASET]
+    assert entry["contract"] == f"contracts/{DATASET}.schema.json"
+    assert sorted(entry["assert_formats"]) == sorted(ASSERT_FORMATS)
+    suite = json.loads((SCHEMA.parent.parent / entry["expectation_suite"]).read_text())
+    assert suite["name"] == DATASET
 
 
 def test_the_schema_imports_as_pandera():
