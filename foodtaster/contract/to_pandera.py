@@ -37,6 +37,8 @@ APPLIES_TO: dict[str, str | None] = {
                      "$ref", "$dynamicRef", "$recursiveRef"), None),
 }
 SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
+# Names a field may not take: the class body's annotations read them after the fields.
+RESERVED = frozenset({"object", "str", "int", "float", "bool", "pa", "Series", "config"})
 CHECK_KEYWORDS = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt"}
 
 
@@ -322,7 +324,7 @@ class _Reader:
         keys = [str(s) for s in path.steps]
         for n in range(1, len(keys) + 1):
             name = re.sub(r"\W+", "_", "_".join(keys[-n:])).strip("_").lower() or "field"
-            name = f"f_{name}" if name[0].isdigit() or keyword.iskeyword(name) else name
+            name = f"f_{name}" if name[0].isdigit() or keyword.iskeyword(name) or name in RESERVED else name
             if name not in taken:
                 return name
         return next(f"{name}_{n}" for n in range(2, len(taken) + 3) if f"{name}_{n}" not in taken)

@@ -123,10 +123,16 @@ def test_what_pandera_cannot_say_is_a_line_naming_keyword_and_pointer():
 
 def test_a_model_whose_every_object_is_closed_is_strict():
     schema = {"type": "object", "additionalProperties": False, "properties": {
-        "a": {"type": "object", "additionalProperties": False, "properties": {"b": {"type": "integer"}}}}}
+        "object": {"type": "object", "additionalProperties": False, "properties": {"b": {"type": "integer"}}},
+        "str": {"type": "string"}, "class": {"type": "boolean"}}}
     text = pandera_module_of(schema, "closed")
     assert "not carried over" not in text
-    assert load(text, "Closed").strict is True
+    contract = load(text, "Closed")
+    assert contract.strict is True
+    assert [(f.name, f.json_type.name) for f in contract.fields] == [
+        ("object", "object"), ("object.b", "integer"), ("str", "string"), ("class", "boolean")]
+    # a field named like a type would shadow it for the annotations after it
+    assert "f_object: Series[object]" in text and "f_str: Series[str]" in text
 
 
 def test_draft07_refs_anchors_and_refs_it_cannot_follow():

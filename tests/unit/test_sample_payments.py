@@ -18,6 +18,7 @@ import jsonschema
 import pytest
 import yaml
 
+from foodtaster.contract import read_contract
 from foodtaster.contract.path import Path
 from foodtaster.contract.to_pandera import pandera_module
 from foodtaster_dev.cli import main
@@ -160,8 +161,14 @@ def test_the_registry_entry_asserts_the_formats_the_truth_assumes():
 
 def test_the_schema_imports_as_pandera():
     text = pandera_module(SCHEMA)
-    assert "class Refund(pa.DataFrameModel):" in text
     assert "# not carried over: oneOf at #/$defs/timestamp/oneOf" in text
+    namespace: dict = {"__name__": "payment_events_pandera"}
+    exec(compile(text, "<imported>", "exec", dont_inherit=True), namespace)  # noqa: S102
+    contract = read_contract(namespace["ChargeWebhookEvent"])
+    refund = contract.slot("data.object.refunds.data").items
+    assert refund is not None and [f.name for f in refund.fields] == ["id", "amount", "status", "reason"]
+    assert contract.slot("data.object.shipping").nullable
+    assert contract.slot("object").json_type.name == "string"  # the field `f_object`, aliased
 
 
 def test_the_command_writes_a_day_and_its_truth(tmp_path, capsys):
