@@ -60,7 +60,7 @@ def extra(obj: str, key: str) -> Reason:
 
 
 POISON_KINDS: tuple[str, ...] = (
-    "invalid_utf8", "truncated_json", "nan", "top_level_array",  # bytes, parse
+    "invalid_utf8", "nul_byte", "truncated_json", "nan", "top_level_array",  # bytes, parse
     "missing_required", "wrong_type", "null_not_allowed", "fraction_integer", "below_minimum",
     "above_maximum", "refund_not_positive", "unknown_enum", "wrong_const", "pattern_mismatch",
     "empty_name", "too_long", "too_many_refunds", "too_much_metadata", "closed_address",
@@ -320,14 +320,15 @@ def _several_at_once(m: dict, v: int, r: random.Random) -> Reasons:
     return frozenset(reasons)
 
 
-_MAKERS: dict[str, Maker] = {name: _one_value(name) if name in _FORMS else globals()[f"_{name}"]
-                             for name in POISON_KINDS[4:]}
 _LINE_BREAKERS: dict[str, Callable[[str, int], tuple[str, Reason]]] = {
     "invalid_utf8": lambda text, v: (text.replace('"charge"', '"ch\udcffarge"', 1), ("line.not_utf8", None)),
+    "nul_byte": lambda text, v: (text.replace('"charge"', '"ch\x00arge"', 1), ("line.nul_byte", None)),
     "truncated_json": lambda text, v: (text[: len(text) // (2 + v % 3)], ("json.invalid", None)),
     "nan": lambda text, v: (text.replace('"livemode":', '"livemode":NaN,"x":', 1), ("json.invalid", None)),
     "top_level_array": lambda text, v: (f"[{text}]", ("json.not_object", None)),
 }
+_MAKERS: dict[str, Maker] = {name: _one_value(name) if name in _FORMS else globals()[f"_{name}"]
+                             for name in POISON_KINDS if name not in _LINE_BREAKERS}
 
 
 # ---------------------------------------------------------------- the batch

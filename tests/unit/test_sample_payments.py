@@ -25,8 +25,8 @@ from foodtaster_dev.cli import main
 from foodtaster_dev.sample_events import EventTruth
 from foodtaster_dev.sample_payments import ASSERT_FORMATS, DATASET, POISON_KINDS, SCHEMA, generate_payments
 
-LINE_RULES = {"invalid_utf8": "line.not_utf8", "truncated_json": "json.invalid", "nan": "json.invalid",
-              "top_level_array": "json.not_object"}
+LINE_RULES = {"invalid_utf8": "line.not_utf8", "nul_byte": "line.nul_byte", "truncated_json": "json.invalid",
+              "nan": "json.invalid", "top_level_array": "json.not_object"}
 RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-](\d{2}):(\d{2}))")
 URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|\\^`]*")
 
@@ -100,6 +100,7 @@ def test_every_line_gets_what_the_reference_validator_says(batch):
     for truth, line in read(batch):
         if truth.kind in LINE_RULES:
             assert truth.reasons == {(LINE_RULES[truth.kind], None)}
+            assert (b"\x00" in line) == (truth.kind == "nul_byte")
             try:
                 message = json.loads(line.decode("utf-8"), parse_constant=_no_constants)
             except (UnicodeDecodeError, ValueError):
