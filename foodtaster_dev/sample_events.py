@@ -625,9 +625,9 @@ def write_truth(truth: Sequence[EventTruth], path: str | Path) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `generate-sample` command's options: the orders generator's, and `--dataset`."""
     sample.add_arguments(parser)
-    parser.add_argument("--dataset", choices=("orders", DATASET), default="orders",
-                        help="which dataset's messages (default: orders; order_events has no "
-                             "oversized kind, so --max-message-bytes is for orders only)")
+    parser.add_argument("--dataset", choices=("orders", DATASET, "payment_events"), default="orders",
+                        help="which dataset's messages (default: orders; order_events and payment_events "
+                             "have no oversized kind, so --max-message-bytes is for orders only)")
     parser.set_defaults(run=_run)
 
 
@@ -639,9 +639,12 @@ def _run(args: argparse.Namespace) -> int:
         print(f"--truth must be outside --out ({out}): the engine would read it as a batch",
               file=sys.stderr)
         return 2
+    from foodtaster_dev.sample_payments import generate_payments  # it imports this module
+
     started = time.perf_counter()
+    generate = generate_events if args.dataset == DATASET else generate_payments
     try:
-        batch = generate_events(
+        batch = generate(
             out, messages=args.messages, seed=args.seed, poison_rate=args.poison_rate,
             batch_date=args.date, files=args.files, gzip_files=args.gzip_files,
             kinds=args.kinds.split(",") if args.kinds else None, keep_truth=bool(args.truth),
@@ -652,6 +655,6 @@ def _run(args: argparse.Namespace) -> int:
     if args.truth:
         write_truth(batch.truth, args.truth)
     counts = ", ".join(f"{k}={v}" for k, v in batch.counts().items())
-    print(f"wrote {batch.messages} {DATASET} lines in {len(batch.files)} files to {out} "
+    print(f"wrote {batch.messages} {args.dataset} lines in {len(batch.files)} files to {out} "
           f"in {time.perf_counter() - started:.1f}s (seed {args.seed}): {counts}")
     return 0

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from foodtaster.errors import UsageError
+from foodtaster.ops.cli_contract import add_contract_commands
 from foodtaster.ops.cli_ways_out import add_way_out_commands
 from foodtaster.ops.terminal import (
     cut,
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_lake_commands(commands)
     trend.add_arguments(commands.add_parser("trend", help="the quarantine rate of every batch, as a chart"))
     add_way_out_commands(commands)
+    add_contract_commands(commands)
 
     args = parser.parse_args(argv)
     from foodtaster.errors import Busy, FoodtasterError

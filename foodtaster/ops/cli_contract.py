@@ -1,0 +1,70 @@
+"""`foodtaster contract ...`: what a dataset's contract says, as the engine reads it, and a
+JSON Schema as a pandera module to start from. No lake, no JVM: the contract only."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+from foodtaster.ops.terminal import json_lines, print_table, printable
+
+ROW_COLUMNS = ("path", "type", "required", "nullable", "checks", "key", "personal")
+
+
+def add_contract_commands(commands: argparse._SubParsersAction) -> None:
+    contract = commands.add_parser("contract", help="a dataset's contract: show it; a JSON Schema as pandera")
+    verbs = contract.add_subparsers(dest="verb", required=True)
+    show = verbs.add_parser("show", help="the effective contract of a dataset, one row a path")
+    show.add_argument("dataset", help="the dataset's name in pipeline.yaml")
+    show.add_argument("--json", action="store_true", help="JSON lines, one a row, for scripts")
+    show.set_defaults(run=contract_show)
+    imports = verbs.add_parser("import", help="a JSON Schema as an equivalent pandera module, printed")
+    imports.add_argument("schema", help="the JSON Schema file (draft-07, 2019-09 or 2020-12)")
+    imports.add_argument("--name", help="the message model's class name (default: from the title or file)")
+    imports.set_defaults(run=contract_import)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else ""
+
+
+def _table_rows(rows: list) -> list[tuple[str, ...]]:
+    """One line a check: a slot's first check on its row, the others on the lines below it;
+    an implied object's required and nullable are its fields' (left blank)."""
+    out: list[tuple[str, ...]] = []
+    for r in rows:
+        implied = r.type.endswith("(implied)")
+        checks = [printable(c) for c in r.checks] or [""]
+        out.append((printable(r.path), r.type, "" if implied else _yes(r.required),
+                    "" if implied else _yes(r.nullable), checks[0], _yes(r.key), _yes(r.personal)))
+        out.extend(("", "", "", "", more, "", "") for more in checks[1:])
+    return out
+
+
+def contract_show(args: argparse.Namespace) -> int:
+    from foodtaster.contract.describe import check_words, describe, strict_words
+    from foodtaster.contract.model import frame_rule_id
+    from foodtaster.registry import get_dataset
+
+    config = get_dataset(args.dataset)
+    contract = config.read_contract()
+    rows = describe(contract)
+    if args.json:
+        json_lines([dataclasses.asdict(row) for row in rows])
+        return 0
+    print(f"{config.name}: {contract.source or config.contract}; unknown fields "
+          f"{strict_words(contract.strict)}")
+    print_table(ROW_COLUMNS, _table_rows(rows), empty="(no field)")
+    frame = [frame_rule_id(c.statistics) if c.name == "conditional" else check_words(c)
+             for c in contract.frame_checks]
+    for words in frame:
+        print(f"across fields: {printable(words)}")
+    return 0
+
+
+def contract_import(args: argparse.Namespace) -> int:
+    from foodtaster.contract.to_pandera import pandera_module
+
+    sys.stdout.write(pandera_module(args.schema, name=args.name))
+    return 0
