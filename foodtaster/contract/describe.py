@@ -2,7 +2,7 @@
 
 `describe(contract)` gives the rows `foodtaster contract show` prints, whichever front-end
 read the contract: a pandera model's slots from the model itself (`Contract.walk`), a JSON
-Schema's from the schema it keeps (`contract.schema.describe()`, the same `ContractRow`).
+Schema's from the schema it keeps (`schema_rows`, the same `ContractRow`).
 No Spark, no pandera: only the contract model.
 """
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from foodtaster.contract.model import Check, FieldRule, render, rule_id
+from foodtaster.contract.json_schema import JsonSchemaDoc, resolve, typed_kind
+from foodtaster.contract.model import Check, Contract, FieldRule, render, rule_id
 from foodtaster.contract.path import Path
 
 VALUES_SHOWN = 6  # an isin's allowed values shown before "…"
@@ -30,12 +31,10 @@ class ContractRow:
     personal: bool  # masked wherever a person reads it
 
 
-def describe(contract: Any) -> list[ContractRow]:
+def describe(contract: Contract) -> list[ContractRow]:
     """The contract's rows, parents before the slots under them."""
-    schema = getattr(contract, "schema", None)
-    if schema is not None:  # a JSON Schema contract: its own reading, the same rows
-        rows: list[ContractRow] = schema.describe()
-        return rows
+    if contract.schema is not None:  # a JSON Schema contract: its own reading, the same rows
+        return schema_rows(contract.schema)
     python: dict[Path, list[str]] = {}
     for check in contract.python_checks:
         python.setdefault(check.path, []).append(f"{check.rule.removeprefix(str(check.path) + '.')} (python)")
@@ -88,3 +87,77 @@ def strict_words(strict: bool | str) -> str:
     if strict is True:
         return "a reason (strict)"
     return "dropped (filter)" if strict == "filter" else "kept in _unknown"
+
+
+# Keywords that assert something of the value where they stand, in the order shown.
+_SHOWN = ("const", "enum", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf",
+          "minLength", "maxLength", "pattern", "format", "minItems", "maxItems", "uniqueItems", "contains",
+          "minProperties", "maxProperties", "additionalProperties", "patternProperties", "propertyNames",
+          "dependentRequired", "dependentSchemas", "dependencies", "allOf", "anyOf", "oneOf", "not", "if",
+          "prefixItems", "unevaluatedProperties", "unevaluatedItems")
+_WITH_VALUE = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf", "minLength",
+               "maxLength", "minItems", "maxItems", "minProperties", "maxProperties", "pattern")
+
+
+def schema_rows(doc: JsonSchemaDoc) -> list[ContractRow]:
+    """A JSON Schema contract's rows: one a place of its typed view, with the keywords the schema
+    asserts there (`minimum(1)`, `oneOf`), and what the dataset asked not to judge."""
+    found: list[ContractRow] = []
+    _object_rows(doc, doc.document, Path(), found)
+    if doc.ignored:
+        found.append(ContractRow(path="(not judged)", type="", required=False, nullable=False,
+                                 checks=doc.ignored, key=False, personal=False))
+    return found
+
+
+def _object_rows(doc: JsonSchemaDoc, schema: Any, at: Path, found: list[ContractRow]) -> None:
+    schema = resolve(schema, doc.document)
+    if not isinstance(schema, dict):
+        return
+    required = set(schema.get("required", ()))
+    for key, inner in schema.get("properties", {}).items():
+        inner = resolve(inner, doc.document)
+        path = at.key(key)
+        kind, nullable = typed_kind(inner)
+        found.append(ContractRow(path=str(path), type=_type_words(inner, kind), required=key in required,
+                                 nullable=nullable, checks=tuple(_checks(doc, inner)), key=False,
+                                 personal=bool(isinstance(inner, dict) and inner.get("x-personal"))))
+        if kind == "object":
+            _object_rows(doc, inner, path, found)
+        elif kind == "array" and isinstance(inner.get("items"), dict):
+            items = resolve(inner["items"], doc.document)
+            if typed_kind(items)[0] == "object":
+                _object_rows(doc, items, path.each(), found)
+
+
+def _type_words(schema: Any, kind: str | None) -> str:
+    if schema is False:
+        return "never"
+    if kind is not None:
+        return kind
+    written = schema.get("type") if isinstance(schema, dict) else None
+    if isinstance(written, list):
+        return " or ".join(written)
+    return "any (JSON text)"
+
+
+def _checks(doc: JsonSchemaDoc, schema: Any) -> list[str]:
+    if not isinstance(schema, dict):
+        return []
+    words = []
+    for keyword in _SHOWN:
+        if keyword not in schema:
+            continue
+        value = schema[keyword]
+        if keyword in _WITH_VALUE:
+            words.append(f"{keyword}({value})")
+        elif keyword == "format":
+            words.append(f"format({value})" + ("" if value in doc.assert_formats else " (annotation)"))
+        elif keyword in ("enum", "const"):
+            values = value if keyword == "enum" else [value]
+            words.append(f"{keyword}({','.join(map(str, values))})")
+        elif keyword == "additionalProperties" and value is False:
+            words.append("additionalProperties(false): closed")
+        else:
+            words.append(keyword)
+    return words

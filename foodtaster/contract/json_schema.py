@@ -223,7 +223,7 @@ def _without_ignored(document: Any, ignore: tuple[str, ...], path: FilePath) -> 
     return document, tuple(ignore)
 
 
-def _resolve(schema: Any, root: Any, resources: dict[str, Any], seen: int = 0) -> Any:
+def resolve(schema: Any, root: Any, seen: int = 0) -> Any:
     """A schema with its local `$ref` followed (for typing only; judging follows every kind)."""
     while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and seen < 32:
         ref = schema["$ref"]
@@ -238,27 +238,39 @@ def _resolve(schema: Any, root: Any, resources: dict[str, Any], seen: int = 0) -
     return schema
 
 
-def _one_type(schema: Any) -> tuple[str | None, bool]:
+def typed_kind(schema: Any) -> tuple[str | None, bool]:
     """The one non-null type a schema asserts (None if several or none), and whether null is allowed."""
     if not isinstance(schema, dict):
         return None, False
     types = schema.get("type")
     listed = [types] if isinstance(types, str) else list(types) if isinstance(types, list) else []
+    if not listed and ("enum" in schema or "const" in schema):
+        listed = _kinds_of(schema["enum"] if "enum" in schema else [schema["const"]])
     kinds = [t for t in listed if t != "null"]
     if len(kinds) != 1 or any(k in schema for k in ("oneOf", "anyOf", "allOf", "not", "if", "$ref")):
         return None, "null" in listed or not listed
     return kinds[0], "null" in listed
 
 
+def _kinds_of(values: Any) -> list[str]:
+    """The JSON types of an enum's values, where they are all strings or all booleans (and
+    null): a closed list of strings is a string column, not JSON text."""
+    if not isinstance(values, list):
+        return []
+    kinds = {"null" if v is None else "boolean" if isinstance(v, bool) else "string" if isinstance(v, str)
+             else "other" for v in values}
+    return sorted(kinds) if kinds - {"null"} in ({"string"}, {"boolean"}) else []
+
+
 def _typed_view(schema: Any, root: Any, at: Path, resources: dict[str, Any]) -> list[FieldRule]:
     """The slots valid/ holds under an object schema, parents before children."""
-    schema = _resolve(schema, root, resources)
+    schema = resolve(schema, root)
     fields: list[FieldRule] = []
     properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
     for key, inner in properties.items():
         path = at.key(key)
-        inner = _resolve(inner, root, resources)
-        kind, nullable = _one_type(inner)
+        inner = resolve(inner, root)
+        kind, nullable = typed_kind(inner)
         if kind == "object" and inner.get("properties"):
             fields.append(_slot(path, OBJECT, nullable))
             fields += _typed_view(inner, root, path, resources)
@@ -272,8 +284,8 @@ def _typed_view(schema: Any, root: Any, at: Path, resources: dict[str, Any]) -> 
 
 
 def _items(schema: Any, root: Any, resources: dict[str, Any]) -> Scope:
-    schema = _resolve(schema, root, resources)
-    kind, nullable = _one_type(schema)
+    schema = resolve(schema, root)
+    kind, nullable = typed_kind(schema)
     if kind == "object" and schema.get("properties"):
         return Scope(tuple(_typed_view(schema, root, Path(), resources)), strict=False)
     json_type = _SCALARS.get(kind or "", JSON_TEXT)

@@ -110,8 +110,14 @@ def field_checks(contract: Contract) -> list[Check]:
     if key not in _BUILT_CHECKS:
         _BUILT_CHECKS.clear()  # Columns of a stopped context are of no use
         if contract.judged_by_schema:
-            _BUILT_CHECKS[key] = [*scope_checks(contract.scope, message_slots(representation_only=True)),
-                                  schema_judge.schema_check()]
+            # what valid/ cannot hold matters only where the schema admits the message
+            judged = schema_judge.schema_check()
+            admitted = ~judged.failed
+            _BUILT_CHECKS[key] = [
+                *(_only_where(admitted, one)
+                  for one in scope_checks(contract.scope, message_slots(representation_only=True))),
+                judged,
+            ]
             return _BUILT_CHECKS[key]
         _BUILT_CHECKS[key] = [
             *scope_checks(contract.scope, message_slots()),

@@ -23,6 +23,12 @@ def add_contract_commands(commands: argparse._SubParsersAction) -> None:
     imports.add_argument("schema", help="the JSON Schema file (draft-07, 2019-09 or 2020-12)")
     imports.add_argument("--name", help="the message model's class name (default: from the title or file)")
     imports.set_defaults(run=contract_import)
+    check = verbs.add_parser("check", help="judge a few messages by a dataset's contract, locally (Spark, "
+                                           "no Airflow, no lake), and print each one's reasons")
+    check.add_argument("dataset", help="the dataset's name in pipeline.yaml")
+    check.add_argument("file", help="a file of JSON lines, one message a line")
+    check.add_argument("--limit", type=int, default=1000, help="judge at most this many lines (default 1000)")
+    check.set_defaults(run=contract_check)
 
 
 def _yes(flag: bool) -> str:
@@ -68,3 +74,46 @@ def contract_import(args: argparse.Namespace) -> int:
 
     sys.stdout.write(pandera_module(args.schema, name=args.name))
     return 0
+
+
+def contract_check(args: argparse.Namespace) -> int:
+    """Each line of the file judged as the job judges it: `ok`, or its reasons; 0 when every
+    line passes, 1 when one does not."""
+    from pathlib import Path
+
+    from foodtaster.errors import NotFound, UsageError
+    from foodtaster.registry import get_dataset
+
+    config = get_dataset(args.dataset)
+    contract = config.read_contract()  # a contract that cannot be read is refused before Spark starts
+    file = Path(args.file)
+    if not file.is_file():
+        raise NotFound(f"{file} is no file of JSON lines")
+    if args.limit < 1:
+        raise UsageError("--limit is a number of lines, at least 1")
+    from pyspark.sql import functions as F
+
+    from foodtaster.engine.ingest import read_lines
+    from foodtaster.engine.judging import validate_lines
+    from foodtaster.engine.spark import build_session
+
+    spark = build_session("foodtaster-contract-check")
+    try:
+        lines = read_lines(spark, str(file.resolve())).orderBy("_split_start", "_row_id").limit(args.limit)
+        judged = validate_lines(lines, contract, config.max_message_bytes)
+        rows = judged.select(F.col("_raw"), F.col("_reasons")).collect()
+    finally:
+        spark.stop()
+    failed = 0
+    for number, row in enumerate(rows, start=1):
+        if not row["_reasons"]:
+            print(f"line {number}: ok")
+            continue
+        failed += 1
+        print(f"line {number}: {len(row['_reasons'])} reason(s)")
+        for reason in row["_reasons"]:
+            print(f"  {printable(reason.rule)}  at {printable(reason.column or '(the line)')}: "
+                  f"{printable(reason.message)}")
+    print(f"{len(rows)} judged, {len(rows) - failed} ok, {failed} with reasons ({config.name}, "
+          f"{contract.source or config.contract})")
+    return 1 if failed else 0
