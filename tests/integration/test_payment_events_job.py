@@ -1,0 +1,88 @@
+"""payment_events, the bundled dataset whose contract is a JSON Schema file, through the whole job:
+landed, judged, split, gated and published, and held to the invariants: nothing lost (landed =
+valid + quarantined), nothing let through (no line its truth quarantines is in valid/), every
+quarantined line's exact bytes and reasons (rule by keyword, column by path) as its truth
+says, valid/ typed by the schema's typed view and whole."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from foodtaster.engine.job import BatchRun, run_batch
+from foodtaster.registry import get_dataset
+from foodtaster.state.lake import Lake
+from foodtaster_dev.sample_payments import DATASET, generate_payments
+
+DAY = "2026-11-20"
+BATCH = "pay-1"
+LAYERS = ("bytes", "parse")
+
+
+@pytest.fixture(scope="module")
+def tasted(spark, tmp_path_factory):
+    from foodtaster.sources.inbox import land_batch
+
+    lake = Lake(str(tmp_path_factory.mktemp("lake")))
+    folder = Path(lake.inbox(DATASET, DAY))
+    made = generate_payments(folder, messages=400, seed=31, poison_rate=0.15, files=2, gzip_files=1,
+                             batch_date=DAY)
+    lines = {}
+    for path in folder.iterdir():
+        data = path.read_bytes()
+        for n, line in enumerate((gzip.decompress(data) if path.suffix == ".gz" else data).splitlines(), 1):
+            lines[(path.name, n)] = line
+    landed = land_batch(lake, DATASET, DAY, batch_id=BATCH)
+    run = BatchRun(config=get_dataset(DATASET), input_path=landed.raw_path, lake=lake, batch_id=BATCH,
+                   batch_date=DAY, publish=True)
+    summary = run_batch(spark, run).to_json()
+    valid = spark.read.parquet(lake.valid(DATASET, DAY, BATCH))
+    quarantine = spark.read.parquet(lake.quarantine(DATASET, DAY, BATCH))
+    return {"made": made, "lines": lines, "summary": summary, "valid_schema": valid.schema,
+            "valid": [r.asDict(recursive=True) for r in valid.collect()],
+            "quarantine": [r.asDict(recursive=True) for r in quarantine.collect()]}
+
+
+def _place(row: dict) -> tuple[str, int]:
+    return row["_source_file"].rsplit("/", 1)[-1], row["_line_number"]
+
+
+def test_nothing_is_lost_and_nothing_let_through(tasted):
+    made, summary = tasted["made"], tasted["summary"]
+    assert summary["messages"] == 400 == summary["valid"] + summary["quarantined"]
+    assert (len(tasted["valid"]), len(tasted["quarantine"])) == (summary["valid"], summary["quarantined"])
+    truth = {(t.file, t.line): t for t in made.truth}
+    assert {_place(r) for r in tasted["valid"]} == {p for p, t in truth.items() if t.expected == "valid"}
+    assert {_place(r) for r in tasted["quarantine"]} == {p for p, t in truth.items() if t.expected != "valid"}
+
+
+def test_each_quarantined_line_keeps_its_bytes_and_the_reasons_its_truth_lists(tasted):
+    truth = {(t.file, t.line): t for t in tasted["made"].truth}
+    for row in tasted["quarantine"]:
+        place = _place(row)
+        assert bytes(row["_raw"]) == tasted["lines"][place]
+        got = {(r["rule"], r["column"]) for r in row["reasons"]}
+        if all(r["layer"] in LAYERS for r in row["reasons"]):
+            continue  # the bytes and parse layers' rules, as for every dataset
+        assert got == set(truth[place].reasons), (place, truth[place].kind)
+
+
+def test_valid_rows_are_typed_by_the_schema_and_keep_what_it_does_not_name(tasted):
+    schema = tasted["valid_schema"]
+    charge = schema["data"].dataType["object"].dataType
+    assert str(charge["amount"].dataType) == "DecimalType(38,0)"
+    assert str(schema["livemode"].dataType) == "BooleanType()"
+    assert str(schema["created"].dataType) == "StringType()"  # a oneOf: its JSON text
+    assert "_unknown" in schema.names and "_raw" not in schema.names
+    assert all(r["data"]["object"]["amount"] > 0 for r in tasted["valid"])
+
+
+def test_the_summary_says_the_gate_and_counts_the_reasons_by_keyword_and_path(tasted):
+    summary = tasted["summary"]
+    assert summary["gate"]["suite"] and not summary["gate"].get("skipped")
+    assert summary["published"] == summary["gate"]["passed"]
+    keywords = {rule.rsplit(".", 1)[1].split("(")[0] for rule in summary["reasons"] if "." in rule}
+    assert {"pattern", "type", "required", "enum", "oneOf", "additionalProperties", "format"} <= keywords
+    assert sum(summary["reasons"].values()) >= summary["quarantined"]
