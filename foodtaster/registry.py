@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
+import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -19,6 +22,7 @@ if TYPE_CHECKING:  # the registry is read without pandera (the CLI, DAG parsing)
     from foodtaster.contract.model import Contract
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CONTRACT_FILE_MODULE = "foodtaster_contract_file"  # the module name of a contract given by its file
 DEFAULT_REGISTRY = PROJECT_ROOT / "pipeline.yaml"
 DEFAULT_LAKE = PROJECT_ROOT / "data" / "lake"
 DATASET_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
@@ -171,11 +175,31 @@ class DatasetConfig:
             return None
         module_name, _, attr = self.contract.partition(":")
         try:
+            if module_name.endswith(".py"):
+                return getattr(self._contract_file_module(module_name), attr)
             return getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError, SyntaxError) as err:
+        except (ImportError, AttributeError, SyntaxError, FileNotFoundError) as err:
             raise RegistryError(
                 f"dataset {self.name!r}: contract {self.contract!r} cannot be imported: {err}"
             ) from err
+
+    def _contract_file_module(self, file: str) -> ModuleType:
+        """A contract module given by its file (`contract: ../teams/orders_contract.py:Orders`,
+        relative to the registry), so a contract kept outside the project needs no PYTHONPATH.
+        Loaded as `CONTRACT_FILE_MODULE.<dataset>`; the engine ships it to Spark's Python
+        workers by value (`foodtaster.engine.python_checks`)."""
+        path = Path(file)
+        path = path if path.is_absolute() else Path(self.registry_dir or PROJECT_ROOT) / path
+        name = f"{CONTRACT_FILE_MODULE}.{self.name}"
+        if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"{path} is no Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
 
     @property
     def line_read_bytes(self) -> int:

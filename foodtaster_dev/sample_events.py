@@ -12,13 +12,10 @@ column. Planning, placement, outcomes and the batch's shape are the flat generat
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import math
 import random
-import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,7 +23,6 @@ from datetime import date, timedelta
 from functools import partial
 from pathlib import Path
 
-from foodtaster_dev import sample
 from foodtaster_dev.sample import (
     DUPLICATE_DROPPED,
     QUARANTINED,
@@ -617,44 +613,3 @@ def write_truth(truth: Sequence[EventTruth], path: str | Path) -> None:
                        ensure_ascii=False) + "\n"
             for t in truth
         )
-
-
-# ---------------------------------------------------------------- the command
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The `generate-sample` command's options: the orders generator's, and `--dataset`."""
-    sample.add_arguments(parser)
-    parser.add_argument("--dataset", choices=("orders", DATASET, "payment_events"), default="orders",
-                        help="which dataset's messages (default: orders; order_events and payment_events "
-                             "have no oversized kind, so --max-message-bytes is for orders only)")
-    parser.set_defaults(run=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    if args.dataset == "orders":
-        return sample._run(args)
-    out = Path(args.out).resolve()
-    if args.truth and Path(args.truth).resolve().is_relative_to(out):
-        print(f"--truth must be outside --out ({out}): the engine would read it as a batch",
-              file=sys.stderr)
-        return 2
-    from foodtaster_dev.sample_payments import generate_payments  # it imports this module
-
-    started = time.perf_counter()
-    generate = generate_events if args.dataset == DATASET else generate_payments
-    try:
-        batch = generate(
-            out, messages=args.messages, seed=args.seed, poison_rate=args.poison_rate,
-            batch_date=args.date, files=args.files, gzip_files=args.gzip_files,
-            kinds=args.kinds.split(",") if args.kinds else None, keep_truth=bool(args.truth),
-        )
-    except ValueError as err:
-        print(f"generate-sample: {err}", file=sys.stderr)
-        return 2
-    if args.truth:
-        write_truth(batch.truth, args.truth)
-    counts = ", ".join(f"{k}={v}" for k, v in batch.counts().items())
-    print(f"wrote {batch.messages} {args.dataset} lines in {len(batch.files)} files to {out} "
-          f"in {time.perf_counter() - started:.1f}s (seed {args.seed}): {counts}")
-    return 0

@@ -8,9 +8,11 @@ with a traceback, as a check that raises does.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import pandas as pd
+from pyspark import cloudpickle
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
@@ -19,6 +21,7 @@ from foodtaster.contract.model import Contract, PythonCheck
 from foodtaster.contract.path import Path
 from foodtaster.engine import layers
 from foodtaster.engine.guard import DEFAULT_BUDGET, Budget, CheckTimedOut, guarded
+from foodtaster.registry import CONTRACT_FILE_MODULE
 
 
 def python_check_verdicts(python_check: PythonCheck, values: pd.Series, judged: pd.Series) -> pd.Series:
@@ -85,6 +88,14 @@ def with_python_checks(rows: DataFrame, contract: Contract, skip: Column | None 
     return rows
 
 
+def _ship_contract_files() -> None:
+    """A contract loaded from its file (`registry.CONTRACT_FILE_MODULE`) is no module a Python
+    worker can import: its checks travel by value."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith(CONTRACT_FILE_MODULE + "."):
+            cloudpickle.register_pickle_by_value(module)
+
+
 _FILLERS = {"string": "", "bigint": 0, "double": 0.0, "boolean": False}
 
 
@@ -93,6 +104,8 @@ def _spark_type_name(rows: DataFrame, name: Path) -> str:
 
 
 def _python_check_udf(python_check: PythonCheck, budget: Budget) -> Callable[..., Column]:
+    _ship_contract_files()
+
     @F.pandas_udf(BooleanType())  # type: ignore[call-overload]
     def verdicts(values: pd.Series, judged: pd.Series) -> pd.Series:
         return guarded_verdicts(python_check, values, judged, budget)

@@ -39,7 +39,8 @@ def test_a_key_of_several_fields_is_refused_until_it_is_supported():
 ])
 def test_a_config_option_without_a_meaning_is_refused_by_name(option, words):
     config = type("Config", (), option)
-    model = type("Configured", (pa.DataFrameModel,), {"__annotations__": {"a": Series[str]}, "Config": config})
+    fields = {"__annotations__": {"a": Series[str]}, "Config": config}
+    model = type("Configured", (pa.DataFrameModel,), fields)
     refused(model, "Configured", words, "remove it")
 
 
