@@ -7,13 +7,10 @@ hold the engine to an exact answer instead of eyeballing counts.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import math
 import random
-import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -696,49 +693,3 @@ def generate_second_chances(inbox: str | Path, days: Sequence[str], *, orders_pe
         if customers[d]:
             _write_lines(root / "customers" / f"dt={d}", f"customers-{d}.jsonl", customers[d])
     return SecondChances(truth, {d: len(customers[d]) for d in days})
-
-
-# ---------------------------------------------------------------- the command
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The `generate-sample` command's options."""
-    parser.add_argument("--out", required=True, metavar="DIR", help="directory to write into")
-    parser.add_argument("--messages", type=int, default=1000, metavar="N", help="total lines")
-    parser.add_argument("--seed", type=int, default=7, metavar="S")
-    parser.add_argument("--poison-rate", type=float, default=0.05, metavar="R",
-                        help="share of poison lines, 0 to 1")
-    parser.add_argument("--date", default="2026-11-20", metavar="YYYY-MM-DD", help="batch date")
-    parser.add_argument("--files", type=int, default=3, metavar="N")
-    parser.add_argument("--gzip-files", type=int, default=1, metavar="N",
-                        help="how many of the files are .jsonl.gz")
-    parser.add_argument("--kinds", metavar="K1,K2", help="poison kinds (default: all)")
-    parser.add_argument("--max-message-bytes", type=int, default=1048576, metavar="B")
-    parser.add_argument("--truth", metavar="PATH",
-                        help="also write each line's truth here as JSON lines (not inside --out)")
-    parser.set_defaults(run=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    out = Path(args.out).resolve()
-    if args.truth and Path(args.truth).resolve().is_relative_to(out):
-        print(f"--truth must be outside --out ({out}): the engine would read it as a batch",
-              file=sys.stderr)
-        return 2
-    started = time.perf_counter()
-    try:
-        batch = generate_batch(
-            out, messages=args.messages, seed=args.seed, poison_rate=args.poison_rate,
-            batch_date=args.date, files=args.files, gzip_files=args.gzip_files,
-            kinds=args.kinds.split(",") if args.kinds else None,
-            max_message_bytes=args.max_message_bytes, keep_truth=bool(args.truth),
-        )
-    except ValueError as err:
-        print(f"generate-sample: {err}", file=sys.stderr)
-        return 2
-    if args.truth:
-        write_truth(batch.truth, args.truth)
-    counts = ", ".join(f"{k}={v}" for k, v in batch.counts().items())
-    print(f"wrote {batch.messages} lines in {len(batch.files)} files to {out} "
-          f"in {time.perf_counter() - started:.1f}s (seed {args.seed}): {counts}")
-    return 0
