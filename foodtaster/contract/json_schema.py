@@ -99,7 +99,7 @@ def read_json_schema(file: str | FilePath, *, ignore: tuple[str, ...] = (),
             raise ContractError(f"{path.name}: assert_formats names {name!r}; formats that can be asserted: "
                                 + ", ".join(ASSERTABLE_FORMATS))
     base = _base_uri(document, path)
-    resources = _references(document, base, path, draft)
+    resources = _references(document, base, path)
     document, ignored = _without_ignored(document, ignore, path)
     doc = JsonSchemaDoc(file=str(path), document=document, draft=draft, base_uri=base, resources=resources,
                         assert_formats=tuple(assert_formats), ignored=ignored)
@@ -107,7 +107,7 @@ def read_json_schema(file: str | FilePath, *, ignore: tuple[str, ...] = (),
         doc.validator()
     except Exception as err:  # jsonschema_rs's own refusal: a bad regex, a bad keyword value
         raise ContractError(f"{path.name}: the schema cannot be compiled: {err}") from err
-    fields = _typed_view(document, document, Path(), resources)
+    fields = _typed_view(document, document, Path())
     title = document.get("title") if isinstance(document, dict) else None
     return Contract(name=str(title or path.stem), fields=tuple(fields), strict=False, source=str(path),
                     schema=doc)
@@ -160,7 +160,7 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _references(document: Any, base: str, path: FilePath, draft: str) -> dict[str, Any]:
+def _references(document: Any, base: str, path: FilePath) -> dict[str, Any]:
     """The files beside the schema that its `$ref`s name, by URI; a remote `$ref` refused."""
     ids = {urldefrag(urljoin(base, s["$id"]))[0] for _, s in subschemas(document)
            if isinstance(s, dict) and isinstance(s.get("$id"), str)}
@@ -262,7 +262,7 @@ def _kinds_of(values: Any) -> list[str]:
     return sorted(kinds) if kinds - {"null"} in ({"string"}, {"boolean"}) else []
 
 
-def _typed_view(schema: Any, root: Any, at: Path, resources: dict[str, Any]) -> list[FieldRule]:
+def _typed_view(schema: Any, root: Any, at: Path) -> list[FieldRule]:
     """The slots valid/ holds under an object schema, parents before children."""
     schema = resolve(schema, root)
     fields: list[FieldRule] = []
@@ -273,9 +273,9 @@ def _typed_view(schema: Any, root: Any, at: Path, resources: dict[str, Any]) -> 
         kind, nullable = typed_kind(inner)
         if kind == "object" and inner.get("properties"):
             fields.append(_slot(path, OBJECT, nullable))
-            fields += _typed_view(inner, root, path, resources)
+            fields += _typed_view(inner, root, path)
         elif kind == "array" and isinstance(inner.get("items"), dict | bool) and "prefixItems" not in inner:
-            fields.append(_slot(path, ARRAY, nullable, items=_items(inner["items"], root, resources)))
+            fields.append(_slot(path, ARRAY, nullable, items=_items(inner["items"], root)))
         elif kind in _SCALARS:
             fields.append(_slot(path, _SCALARS[kind], nullable))
         else:
@@ -283,11 +283,11 @@ def _typed_view(schema: Any, root: Any, at: Path, resources: dict[str, Any]) -> 
     return fields
 
 
-def _items(schema: Any, root: Any, resources: dict[str, Any]) -> Scope:
+def _items(schema: Any, root: Any) -> Scope:
     schema = resolve(schema, root)
     kind, nullable = typed_kind(schema)
     if kind == "object" and schema.get("properties"):
-        return Scope(tuple(_typed_view(schema, root, Path(), resources)), strict=False)
+        return Scope(tuple(_typed_view(schema, root, Path())), strict=False)
     json_type = _SCALARS.get(kind or "", JSON_TEXT)
     return Scope((_slot(Path.of("value"), json_type, nullable or json_type is JSON_TEXT),), scalar=True)
 
