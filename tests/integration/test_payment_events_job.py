@@ -6,7 +6,10 @@ says, valid/ typed by the schema's typed view and whole."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -40,7 +43,7 @@ def tasted(spark, tmp_path_factory):
     summary = run_batch(spark, run).to_json()
     valid = spark.read.parquet(lake.valid(DATASET, DAY, BATCH))
     quarantine = spark.read.parquet(lake.quarantine(DATASET, DAY, BATCH))
-    return {"made": made, "lines": lines, "summary": summary, "valid_schema": valid.schema,
+    return {"lake": lake, "made": made, "lines": lines, "summary": summary, "valid_schema": valid.schema,
             "valid": [r.asDict(recursive=True) for r in valid.collect()],
             "quarantine": [r.asDict(recursive=True) for r in quarantine.collect()]}
 
@@ -86,3 +89,26 @@ def test_the_summary_says_the_gate_and_counts_the_reasons_by_keyword_and_path(ta
     keywords = {rule.rsplit(".", 1)[1].split("(")[0] for rule in summary["reasons"] if "." in rule}
     assert {"pattern", "type", "required", "enum", "oneOf", "additionalProperties", "format"} <= keywords
     assert sum(summary["reasons"].values()) >= summary["quarantined"]
+
+
+def test_a_redrive_after_a_schema_fix_publishes_what_the_fix_admits(spark, tasted, tmp_path_factory):
+    """The producer's schema changes (ids may now start `event_`): a redrive judges the
+    quarantine by the new file and publishes the lines whose only reason it was."""
+    from foodtaster.engine.redrive import RedriveRun, Selection, run_redrive
+
+    target = tmp_path_factory.mktemp("redrive") / "lake"
+    shutil.copytree(tasted["lake"].root, target)
+    lake = Lake(str(target))
+    config = get_dataset(DATASET)
+    schema = json.loads(config.schema_file.read_text())
+    schema["properties"]["id"]["pattern"] = "^(evt|event)_[A-Za-z0-9]+$"
+    fixed_file = target.parent / "payment_events.schema.json"
+    fixed_file.write_text(json.dumps(schema))
+    fixed = dataclasses.replace(config, contract=str(fixed_file))
+    only_id = [t for t in tasted["made"].truth if set(t.reasons) == {("id.pattern", "id")}]
+    assert only_id, "the batch has a line whose only fault is its id"
+    report = run_redrive(spark, RedriveRun(config=fixed, lake=lake, by="test", why="ids may start event_",
+                                           selection=Selection(DAY, DAY), redrive_id="r1"))
+    assert report["counts"]["published"] == len(only_id)
+    published = spark.read.parquet(lake.valid(DATASET, DAY, "redrive-r1")).collect()
+    assert sorted(_place(r.asDict()) for r in published) == sorted((t.file, t.line) for t in only_id)
