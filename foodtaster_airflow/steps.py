@@ -97,9 +97,10 @@ def landed_date(lake: Lake, dataset: str, batch_id: str) -> str:
     dates = sorted({day for day, landed_id in landed if landed_id == batch_id})
     if not dates:
         raise BatchNotLanded(
-            f"batch {batch_id!r} of {dataset!r} was never landed (no raw partition): a batch id "
+            f"batch {batch_id} of {dataset} was never landed (no raw partition): a batch id "
             "is YYYYMMDD as a daily run lands it (YYYYMMDDHH hourly); "
-            f"{_landed_near(landed, batch_id)}. To land new files, trigger without batch_id"
+            f"{_landed_near(landed, batch_id)}. To land an inbox date's files, trigger the DAG "
+            f"foodtaster_{dataset} with that date as its logical date"
         )
     if len(dates) > 1:
         raise PipelineError(f"batch {batch_id!r} of {dataset!r} is under several dates: {dates}")

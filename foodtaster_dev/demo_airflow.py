@@ -361,7 +361,7 @@ def standalone(port: int) -> int:
         f"\nAirflow UI: {af.base_url}   log in as {ADMIN_USER} / {af.password}\n"
         f"DAGs from {PROJECT_ROOT / 'dags'}, lake {af.lake}, home {af.home},\n"
         f"metadata DB {database}.\n"
-        "Trigger a run: the DAG's Trigger button (param: batch_date); reprocess a batch: "
+        "Trigger a run: the DAG's Trigger button (its Logical date is the inbox date); reprocess a batch: "
         "foodtaster_orders_reprocess (param: batch_id).\n"
         "Backfill: the Trigger button's 'Backfill' tab, or the REST API:\n"
         f"  TOKEN=$(curl -s -X POST {af.base_url}/auth/token -H 'Content-Type: "
