@@ -8,7 +8,13 @@ from typing import Any
 
 
 def _render(value: Any) -> str:
-    text = str(value)
+    """A value as a person reads it in a key=value line: a list as `a,b`, never a repr."""
+    if isinstance(value, list | tuple | set | frozenset):
+        text = ",".join(str(item) for item in value) or "none"
+    elif isinstance(value, dict):
+        text = ",".join(f"{key}:{item}" for key, item in value.items()) or "none"
+    else:
+        text = str(value)
     return f'"{text}"' if (" " in text or not text) else text
 
 

@@ -13,17 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from foodtaster.errors import UsageError
+from foodtaster.ops.shown import quoted as shown
 from foodtaster.state.lake import BATCH_ID_PATTERN, DATE_PATTERN, check_date
-
-SHOWN_CHARS = 40  # a value a person wrote is quoted back at most this long
-
-
-def shown(value: Any) -> str:
-    """A value a person wrote, as a refusal quotes it: short, on one line, never a repr."""
-    text = " ".join(str(value).split())
-    if len(text) <= SHOWN_CHARS:
-        return f'"{text}"'
-    return f'"{text[:SHOWN_CHARS]}…" ({len(text)} characters)'
 
 
 def conf_of(context: dict[str, Any]) -> dict[str, Any]:

@@ -361,15 +361,17 @@ def refuse(dataset: str, batch_id: str, batch_date: str | None, task: str, reaso
     from airflow.sdk.exceptions import AirflowFailException
 
     from foodtaster.ops import alerts
+    from foodtaster.state.refusals import Refusal, record_refusal
 
     reason = " ".join(reason.removeprefix(REFUSED_PREFIX).split())
     date = f", inbox date {batch_date}" if batch_date else ""
+    record_refusal(lake_from_env(), dataset, Refusal(batch_id, batch_date, task, reason, dag_id, run_id))
     note_run(dataset, batch_id, dag_id, run_id, f"{REFUSED_PREFIX}batch {batch_id}{date}: {reason}")
     message = alerts.build_refusal_alert(dataset, batch_id, batch_date, task, reason,
                                          run_url=channels.run_url(dag_id, run_id))
     try:
-        delivery = channels.deliver(message, _config(dataset), lake_from_env()).as_dict()
-        log.info("dataset=%s batch=%s event=refusal_alerted %s", dataset, batch_id, delivery)
+        delivery = channels.deliver(message, _config(dataset), lake_from_env())
+        channels.log_delivery(dataset, batch_id, "refusal_alerted", delivery, lake_from_env())
     except Exception as err:  # noqa: BLE001 - the refusal stands; its alert is the courtesy
         log.warning("dataset=%s batch=%s event=refusal_alert_failed %s", dataset, batch_id, err)
     log.error("%s%s", REFUSED_PREFIX, reason)

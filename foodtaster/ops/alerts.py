@@ -38,6 +38,7 @@ from foodtaster.ops.alert_render import (
     render_text,
     slack_escape,
 )
+from foodtaster.ops.shown import in_lake
 from foodtaster.ops.trend import write_png
 from foodtaster.policy import Verdict
 from foodtaster.registry import DatasetConfig
@@ -276,7 +277,7 @@ def build_refusal_alert(
     subject = f"[foodtaster] {dataset} batch {batch_id}: REFUSED by the {task} task — not validated"
     date = f" (inbox date {batch_date})" if batch_date else ""
     blocks: list[Block] = [
-        Para(f"The {task} task of a {dataset} run refused batch {batch_id}{date} and failed at "
+        Para(f"The {task} task of a run of {dataset} refused batch {batch_id}{date} and failed at "
              "once, without retries: a retry would be refused the same way. This run validated, "
              "published and recorded nothing of the batch; its valid and quarantine partitions "
              "are as they were."),
@@ -331,8 +332,8 @@ def write_alert_file(lake: Lake, alert: Alert) -> str:
     write_json(f"{base}.json", {**document, "slack_payload": alert.slack_payload(),
                                 "images": [image.filename for image in alert.images]})
     log = batch_logger(__name__, alert.dataset, alert.batch_id)
-    log.event("alert_written", kind=alert.kind, severity=alert.severity, path=f"{base}.html",
-              subject=alert.subject)
+    log.event("alert_written", kind=alert.kind, severity=alert.severity,
+              path=in_lake(lake, f"{base}.html"), subject=alert.subject)
     log.info("alert text follows\n%s", alert.text)
     return f"{base}.html"
 

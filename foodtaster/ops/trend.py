@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 LAST_BATCHES = 5
 UNKNOWN_PRODUCER = "(unknown)"  # the producer field was absent, null or could not be parsed
+UNKNOWN_PRODUCER_MEANS = ("(unknown): messages whose producer could not be read: not JSON, not "
+                          "an object, or without a producer field")
 PRODUCER_COLUMN = "producer"
 
 
