@@ -45,7 +45,7 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(demo):
     assert "FAILED (red in the UI: its batch was held)" in poisoned and "verdict=failed" in poisoned
     assert "HELD (critical)" in poisoned and "publish=skipped" in poisoned
     # Two of the clean day's poison messages, listed after its run, come again: quarantined as listed.
-    assert clean.count("  foodtaster poison add --batch 20261120 --file ") == 2
+    assert clean.count("  foodtaster poison add --dataset orders --batch 20261120 --file ") == 2
     assert clean.count("listed ") >= 2 and "listed:" not in clean
     assert "listed: 2 messages already on the poison list" in poisoned
     assert "2 of them resent from 2026-11-20" in out
@@ -59,7 +59,7 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(demo):
     redrive_part = out.split("The contract fix:")[1]
     assert "DRY RUN, nothing moved" in redrive_part and "currency.isin" in redrive_part
     assert "batch 20261121: PUBLISHED, held because:" in redrive_part
-    assert "released by airflow:" in redrive_part
+    assert "released by " in redrive_part and " (airflow dags test) at " in redrive_part  # a person
     assert "its run turns green once its verdict task runs again: airflow tasks clear" in redrive_part
     assert (held_day / "batch_id=20261121").is_dir() and list(held_day.glob("batch_id=redrive-*"))
     m = re.search(r"accounts of 20261121: (\d+) messages = (\d+) valid \+ (\d+) redriven \+ "
@@ -114,7 +114,8 @@ def test_make_airflow_shows_the_demos_runs_and_the_alerts_links_open(demo, tmp_p
         released = _wait(lambda: _finished(api, held["dag_run_id"]), "the released run", log,
                          timeout=240)
         assert released["state"] == "success", released
-        assert (released["note"] or "").startswith("RELEASED by airflow:"), released  # said by verdict
+        assert (released["note"] or "").startswith("RELEASED by "), released  # said by verdict
+        assert "(airflow dags test)" in released["note"] and "manual__" not in released["note"], released
 
         alert = (lake / "_state/alerts/orders/20261121-batch.html").read_text()
         links = re.findall(r'href="(https?://[^"]+)"', alert)
