@@ -335,9 +335,10 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
                 "task's log, then trigger again with it off. See docs/operations.md."),
     ) as dag:
 
-        @task(task_id="plan")
+        @task(task_id="plan", retries=0)  # a form no retry changes: refused at once, saying why
         def plan(**context) -> dict:
-            return redrive_steps.plan_redrive(dataset, context["params"], context["run_id"])
+            return redrive_steps.plan_redrive(dataset, context["params"], context["run_id"],
+                                              by=redrive_steps.triggering_user(context))
 
         @task.short_circuit(task_id="wants_redrive", ignore_downstream_trigger_rules=False,
                             trigger_rule=TriggerRule.NONE_FAILED)  # after a release, or none
