@@ -33,6 +33,11 @@ UNKNOWN_PRODUCER_MEANS = ("(unknown): messages whose producer could not be read:
 PRODUCER_COLUMN = "producer"
 
 
+def producer_label(name: str) -> str:
+    """A producer as a table names it: `(unknown)` says why it is unknown."""
+    return f"{UNKNOWN_PRODUCER} no readable producer field" if name == UNKNOWN_PRODUCER else name
+
+
 @dataclass(frozen=True)
 class BatchRate:
     batch_id: str

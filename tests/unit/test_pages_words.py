@@ -43,3 +43,27 @@ def test_listed_messages_are_a_fact_and_an_unknown_producer_is_explained(tmp_pat
     assert "(unknown): messages whose producer could not be read" in html
     for page in (html, pages.batch_page(lake, DATASETS, "orders", "20261102")):
         assert not re.search(r"\{'|\['|" + re.escape(str(tmp_path)), page)
+
+
+def test_an_alert_names_lake_paths_relative_to_the_lake_in_one_form():
+    from foodtaster.ops.alerts import build_batch_alert
+    from foodtaster.policy import Facts, decide
+
+    root = "/srv/lake"
+    document = {
+        "dataset": "orders", "batch_id": "20261120", "batch_date": "2026-11-20", "messages": 100,
+        "valid": 70, "quarantined": 30, "duplicates_dropped": 0, "quarantine_rate": 0.3,
+        "reasons": {"json.invalid": 30}, "gate": {"passed": True, "failed": []},
+        "samples": [{"source_file": f"file://{root}/raw/orders/part-1.jsonl", "line_number": 2, "raw": "x",
+                     "reasons": []},
+                    {"source_file": f"file:{root}/raw/orders/part-2.jsonl", "line_number": 3, "raw": "y",
+                     "reasons": []}],
+        "paths": {"quarantine": f"{root}/quarantine/orders/batch_date=2026-11-20/batch_id=20261120"},
+    }
+    alert = build_batch_alert(document, decide(Facts.of_summary(document), CONFIG), CONFIG, {},
+                              lake=Lake(root), producers=[("(unknown)", 20), ("shop", 10)])
+    for text in (alert.text, alert.html):
+        assert root not in text and "file:" not in text
+        assert "raw/orders/part-1.jsonl line 2" in text and "raw/orders/part-2.jsonl line 3" in text
+        assert "quarantine/orders/batch_date=2026-11-20/batch_id=20261120" in text
+        assert "(unknown) no readable producer field" in text
