@@ -43,7 +43,7 @@ from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRul
 from foodtaster.errors import FoodtasterError, refusal
 from foodtaster.registry import PROJECT_ROOT, DatasetConfig, RegistryError, load_registry
 from foodtaster.state.lake import BATCH_ID_PATTERN
-from foodtaster_airflow import alert_step, redrive_steps, run_conf, steps
+from foodtaster_airflow import alert_step, lineage, redrive_steps, run_conf, steps
 from foodtaster_airflow.spark_submit import RetryPassOperator, ValidateBatchOperator, redrive_arguments
 
 VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
@@ -223,7 +223,7 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     def gate(landed: dict) -> dict:
         return steps.gate(dataset, landed)
 
-    @task(task_id="publish", outlets=[asset])
+    @lineage.publish_task(task_id="publish", outlets=[asset])  # @task, with OpenLineage facets
     def publish(decision: dict, **context) -> dict:
         return steps.publish(dataset, decision, context["outlet_events"][asset])
 
@@ -255,14 +255,14 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     # tasks' XComArgs, which Airflow resolves to their values before it runs.
     landed = land()
     gate_open = has_messages(landed)  # type: ignore[arg-type]
-    validate = ValidateBatchOperator(
+    validate = lineage.ValidateWithLineage(
         task_id="validate",
         application=str(VALIDATE_JOB),
         dataset=dataset,
         **VALIDATE_RETRIES,
     )
     decision = gate(landed)  # type: ignore[arg-type]
-    published = publish(decision)  # type: ignore[arg-type]
+    published = publish(decision)
     alerted = alert(decision)  # type: ignore[arg-type]
     recorded = ledger(landed)  # type: ignore[arg-type]
 
