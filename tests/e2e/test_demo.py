@@ -153,3 +153,76 @@ def _finished(api: AirflowApi, run_id: str) -> dict | None:
     """The run once it is finished again (the demo's clear queued it)."""
     run = api.request("GET", f"dags/foodtaster_orders/dagRuns/{run_id}")
     return run if run["state"] in ("success", "failed") else None
+
+
+PERSON_MUST_NOT_READ = ("{'", "['", '{"detail"')  # a Python repr, a raw JSON error
+
+
+def test_what_a_person_reads_after_the_demo_is_plain_and_its_commands_run(demo):
+    """Alerts, the batches pages, the command line and the tasks' own log lines after `make
+    demo`: no Python repr, no raw JSON error, no machine path of the lake; and the commands the
+    demo and its alerts advise run as pasted."""
+    import shlex
+
+    from foodtaster.ops.pages import batch_page, batches_page
+    from foodtaster.registry import load_registry
+    from foodtaster.state.lake import Lake
+    from foodtaster.state.ledger import batch_entries
+
+    lake, env, out = demo
+    home = Path(env["FOODTASTER_AIRFLOW_HOME"])
+    read: dict[str, str] = {}
+    for path in sorted((lake / "_state" / "alerts").rglob("*")):
+        if path.suffix == ".html":
+            read[str(path.relative_to(lake))] = path.read_text()
+        elif path.suffix == ".json":
+            document = json.loads(path.read_text())
+            read[f"{path.relative_to(lake)}: text"] = document["text"]
+            read[f"{path.relative_to(lake)}: slack"] = "\n".join(document["slack_sections"])
+    registry = load_registry(home / "pipeline-demo.yaml")
+    the_lake = Lake(str(lake))
+    read["the batches page"] = batches_page(the_lake, registry)
+    for name in registry:
+        for entry in batch_entries(the_lake, name):
+            read[f"the page of {name} {entry['batch_id']}"] = batch_page(the_lake, registry, name,
+                                                                         entry["batch_id"])
+    foodtaster = str(Path(sys.executable).parent / "foodtaster")
+    advised = [line.strip() for line in out.splitlines() if line.strip().startswith("foodtaster ")]
+    alert = read["_state/alerts/orders/20261121-batch.html"]
+    advised += re.findall(r"<code[^>]*>(foodtaster quarantine show [^<]+)</code>", alert)
+    assert len(advised) >= 3, advised
+    for command in [*advised, "foodtaster batches --dataset orders", "foodtaster poison ls --dataset orders"]:
+        argv = shlex.split(command.replace("&quot;", '"').replace("&amp;", "&"))
+        done = subprocess.run([foodtaster, *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
+        read[command] = done.stdout + done.stderr
+    for log in sorted((home / "demo-logs").glob("*.log")):  # the lines of our own code
+        read[log.name] = "\n".join(line for line in log.read_text(errors="replace").splitlines()
+                                   if " event=" in line or "REFUSED" in line or "HELD" in line)
+    assert "orders_stream" in read["the batches page"] or "the JetStream demo is skipped" in out
+    for name, text in read.items():
+        for bad in (*PERSON_MUST_NOT_READ, str(lake)):
+            at = text.find(bad)
+            assert at < 0, f"{name} shows {bad!r}: ...{text[max(0, at - 300):at + 300]}..."
+
+
+def test_the_demos_runs_start_when_they_ran(demo):
+    """`airflow dags test` records a run as started at its logical date; the demo's runs start
+    when their first task did, so the UI shows minutes, not days (`LocalAirflow.dags_test`)."""
+    from datetime import datetime, timedelta
+
+    from foodtaster_dev.localenv import LocalAirflow
+
+    lake, env, _out = demo
+    af = LocalAirflow(home=Path(env["FOODTASTER_AIRFLOW_HOME"]), lake=str(lake))
+
+    def moment(value) -> datetime:
+        return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+    runs = af.query("SELECT run_id, start_date, end_date FROM dag_run WHERE dag_id LIKE 'foodtaster_%'"
+                    " AND end_date IS NOT NULL")
+    assert len(runs) >= 4, runs
+    for run in runs:
+        took = moment(run["end_date"]) - moment(run["start_date"])
+        assert timedelta(0) <= took < timedelta(minutes=30), run
