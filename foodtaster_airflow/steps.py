@@ -277,7 +277,7 @@ def verdict(dataset: str, recorded: dict[str, Any], dag_id: str, run_id: str,
     released = now.get("released") if now.get("run_id") == run_id else None
     if released:
         log.info("RELEASED by %s at %s: %s (%s; held because: %s)", released["by"], released["at"],
-                 released["why"], batch, "; ".join(now.get("held_why") or ()))
+                 released["why"], batch, _because(now.get("held_why")))
         # cleared by hand after a release the run's note has not heard of (the CLI's, the demo's)
         note_run(dataset, entry["batch_id"], dag_id, run_id, run_note(now))
         return {"verdict": "released", "released": released}
@@ -290,15 +290,14 @@ def verdict(dataset: str, recorded: dict[str, Any], dag_id: str, run_id: str,
         # the scheduled DAG pauses, whichever DAG's run (it or the reprocess DAG) held the batch
         config = _config(dataset)
         disable(dataset, f"foodtaster_{dataset}", recorded["held_streak"], config, lake_from_env())
-    for why in entry.get("why") or ():
-        log.warning("held because: %s", why)
+    log.warning("held because: %s", _because(entry.get("why")))
     log.warning(
         "what to do: read the reasons and samples on the Foodtaster batches page (Browse); then "
         "release the batch (`foodtaster release --dataset %s --batch %s --why ...`, or the DAG "
         "foodtaster_%s_redrive's Release held batch), redrive its rows after a fix, or leave it "
         "held. A release through the redrive DAG clears this task, which then ends green; after "
         "a release from the command line, clear it by hand.", dataset, entry["batch_id"], dataset)
-    raise AirflowFailException(f"HELD, not published: {batch}: " + "; ".join(entry.get("why") or ()))
+    raise AirflowFailException(f"HELD, not published: {batch}: " + _because(entry.get("why")))
 
 
 def show_release(dataset: str, batch_id: str, api: AirflowApi | None = None) -> dict[str, Any]:
@@ -341,10 +340,18 @@ def run_note(entry: dict[str, Any]) -> str:
     if entry.get("released"):
         released = entry["released"]
         return (f"RELEASED by {released['by']} at {released['at']}: {released['why']}: {batch}: "
-                f"{rate}; held because: " + "; ".join(entry.get("held_why") or ()))
+                f"{rate}; held because: " + _because(entry.get("held_why") or ()))
     if entry["verdict"] == "held":
-        return f"HELD, not published: {batch}: {rate}; " + "; ".join(entry["why"])
+        return f"HELD, not published: {batch}: {rate}; " + _because(entry["why"])
     return f"published: {batch}: {entry['valid']} valid, {rate}"
+
+
+def _because(why: Any) -> str:
+    """A verdict's why as a note reads it: what held the batch, then what it only notes."""
+    from foodtaster.policy import split_why
+
+    reasons, facts = split_why([why] if isinstance(why, str) else list(why or ()))
+    return "; ".join(reasons) + "".join(f" (also: {fact})" for fact in facts)
 
 
 def landing_note(landed: dict[str, Any]) -> str:
