@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from foodtaster.registry import relative_to_lake
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow.steps import PipelineError, lake_from_env, show_release
 
@@ -102,5 +103,5 @@ def release(dataset: str, planned: dict[str, Any], outlet_event: Any) -> dict[st
     outlet_event.extra = {"dataset": dataset, "batch_id": done["batch_id"], "batch_date": done["batch_date"],
                           "path": done["path"], "valid": done["valid"], "released": done["released"]}
     log.info("dataset=%s batch=%s event=released path=%s by=%s why=%s", dataset, done["batch_id"],
-             done["path"], planned["by"], planned["why"])
+             relative_to_lake(done["path"], planned["lake"]), planned["by"], planned["why"])
     return {**outlet_event.extra, "held_run": show_release(dataset, done["batch_id"])}

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from foodtaster.errors import REFUSED_PREFIX, Failed, NotFound
-from foodtaster.registry import DatasetConfig, get_dataset, lake_root
+from foodtaster.registry import DatasetConfig, get_dataset, lake_root, relative_to_lake
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow import channels
 
@@ -209,7 +209,7 @@ def publish(dataset: str, handed: dict[str, Any], outlet_event: Any) -> dict[str
     }
     outlet_event.extra = extra
     log.info("dataset=%s batch=%s event=published path=%s valid=%s", dataset,
-             decision.batch_id, path, decision.counts["valid"])
+             decision.batch_id, relative_to_lake(path, decision.lake), decision.counts["valid"])
     return extra
 
 

@@ -369,15 +369,36 @@ def redrive_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
     return failed
 
 
+PENDING_CLEARS = AIRFLOW_HOME / "verdicts-to-clear.json"  # released runs make airflow turns green
+
+
 def show_release(af: LocalAirflow, entry: dict[str, Any]) -> None:
-    """Clear the released batch's red verdict task, as the release task does through the REST
-    API when Airflow runs (`airflow dags test` has no API): `make airflow`'s scheduler runs it
-    again, it reads the release in the ledger, and the run turns green."""
-    day = entry["batch_date"]
-    # `-t` is a search in the task ids (an anchored pattern finds none): no other task has this name
-    args = ["tasks", "clear", entry["dag_id"], "-t", "verdict", "-s", day, "-e", day, "-f", "-y"]
-    print("  its run turns green once its verdict task runs again: " + " ".join(["airflow", *args]))
-    af.airflow(*args, timeout=300)
+    """The released batch's red verdict task is cleared by `make airflow`, as the release task
+    does through the REST API when Airflow runs (`airflow dags test` has none): once its API
+    answers (cleared before, the scheduler ran the task before the API server was up, and it
+    failed), the scheduler runs it again, it reads the release in the ledger, the run turns green."""
+    import json as json_
+
+    pending = json_.loads(PENDING_CLEARS.read_text()) if PENDING_CLEARS.exists() else []
+    run = {"dag_id": entry["dag_id"], "run_id": entry["run_id"]}
+    PENDING_CLEARS.write_text(json_.dumps([*(p for p in pending if p != run), run]))
+    print("  its run turns green once make airflow clears its verdict task and the scheduler runs it")
+
+
+def clear_released(af: LocalAirflow, process: Any) -> None:
+    """`make airflow`: once the API answers, clear the verdict task of each run the demo released."""
+    from foodtaster_airflow.rest import AirflowApi
+    from foodtaster_dev.localenv import wait_for_http
+
+    if not PENDING_CLEARS.exists():
+        return
+    wait_for_http(f"{af.base_url}/api/v2/monitor/health", timeout=600, process=process)
+    api = AirflowApi(af.base_url, ADMIN_USER, af.password)
+    for run in json.loads(PENDING_CLEARS.read_text()):
+        api.clear_task(run["dag_id"], run["run_id"], "verdict")
+        print(f"Cleared the verdict task of the released run {run['run_id']} of {run['dag_id']}: "
+              "it turns green once it ran again.", flush=True)
+    PENDING_CLEARS.unlink()
 
 
 def standalone(port: int) -> int:
@@ -405,7 +426,8 @@ def standalone(port: int) -> int:
         "Stop with Ctrl-C.\n",
         flush=True,
     )
-    return supervise([str(Path(sys.executable).parent / "airflow"), "standalone"], af.env())
+    return supervise([str(Path(sys.executable).parent / "airflow"), "standalone"], af.env(),
+                     started=lambda process: clear_released(af, process))
 
 
 def main(argv: list[str] | None = None) -> int:

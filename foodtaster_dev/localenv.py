@@ -16,7 +16,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -340,7 +342,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STOP_GRACE_S = 15.0  # after SIGTERM, what is left of the group is killed
 
 
-def supervise(command: list[str], env: dict[str, str]) -> int:
+def supervise(command: list[str], env: dict[str, str],
+              started: Callable[[subprocess.Popen], None] | None = None) -> int:
     """Run `command` in a process group of its own, output on this terminal, until it ends or
     this process is told to stop (Ctrl-C, SIGTERM from `make` or a supervisor, SIGHUP): then the
     whole group stops, every process it started (api-server, scheduler, dag-processor,
@@ -348,6 +351,8 @@ def supervise(command: list[str], env: dict[str, str]) -> int:
     (`airflow standalone` alone leaves its components running, and the workers ignore SIGTERM)."""
     process = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT, start_new_session=True)
     asked: list[int] = []
+    if started is not None:  # beside the group's life: what is done once it runs (a daemon thread)
+        threading.Thread(target=_quietly, args=(started, process), daemon=True).start()
 
     def stop(signum: int, _frame: Any) -> None:
         asked.append(signum)
@@ -367,6 +372,13 @@ def supervise(command: list[str], env: dict[str, str]) -> int:
             signal.signal(sig, handler)
     print("Airflow stopped.", flush=True)
     return 0 if asked else (process.returncode or 0)
+
+
+def _quietly(work: Callable[[subprocess.Popen], None], process: subprocess.Popen) -> None:
+    try:
+        work(process)
+    except Exception as err:  # noqa: BLE001 - said, never stops the group
+        print(f"after start: {err}", flush=True)
 
 
 def _group_alive(pgid: int) -> bool:

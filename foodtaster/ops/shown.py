@@ -7,24 +7,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from foodtaster.registry import relative_to_lake
 from foodtaster.state.lake import Lake
 
 QUOTED_CHARS = 40  # a value a person wrote is quoted back at most this long
 
 
-def _bare(uri: str) -> str:
-    for scheme in ("file://", "file:"):
-        if uri.startswith(scheme):
-            return "/" + uri[len(scheme):].lstrip("/")
-    return uri
-
-
 def in_lake(lake: Lake | str, path: Any) -> str:
     """A path as a person reads it: relative to the lake root when under it, whatever form it
     was written in (`file:///root/...`, `file:/root/...`, `/root/...`), else as it is."""
-    root = _bare(lake.root if isinstance(lake, Lake) else str(lake)).rstrip("/")
-    text = str(path)
-    return _bare(text)[len(root) + 1:] if _bare(text).startswith(root + "/") else text
+    return relative_to_lake(str(path), lake.root if isinstance(lake, Lake) else str(lake))
 
 
 def quoted(value: Any) -> str:
