@@ -392,7 +392,7 @@ def clear_released(af: LocalAirflow, process: Any) -> None:
 
     if not PENDING_CLEARS.exists():
         return
-    wait_for_http(f"{af.base_url}/api/v2/monitor/health", timeout=600, process=process)
+    wait_for_http(f"{af.base_url}/api/v2/version", timeout=600, process=process)
     api = AirflowApi(af.base_url, ADMIN_USER, af.password)
     for run in json.loads(PENDING_CLEARS.read_text()):
         api.clear_task(run["dag_id"], run["run_id"], "verdict")

@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -351,8 +350,6 @@ def supervise(command: list[str], env: dict[str, str],
     (`airflow standalone` alone leaves its components running, and the workers ignore SIGTERM)."""
     process = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT, start_new_session=True)
     asked: list[int] = []
-    if started is not None:  # beside the group's life: what is done once it runs (a daemon thread)
-        threading.Thread(target=_quietly, args=(started, process), daemon=True).start()
 
     def stop(signum: int, _frame: Any) -> None:
         asked.append(signum)
@@ -360,6 +357,8 @@ def supervise(command: list[str], env: dict[str, str],
 
     previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
     try:
+        if started is not None:  # what is done once it runs (`started` waits for what it needs)
+            _quietly(started, process)
         process.wait()
     except KeyboardInterrupt:
         print(f"\nStopping Airflow (signal {signal.Signals(asked[0]).name if asked else 'SIGINT'}): "

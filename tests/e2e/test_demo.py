@@ -110,7 +110,10 @@ def test_make_airflow_shows_the_demos_runs_and_the_alerts_links_open(demo, tmp_p
         days = {(run["logical_date"] or "")[:10]: run for run in runs}
         assert {"2026-11-20", "2026-11-21"} <= set(days), runs
         held = days["2026-11-21"]
-        # released by the demo's redrive run: the scheduler reruns the cleared verdict task
+        # released by the demo's redrive run: make airflow clears its verdict task once its API
+        # answers, and the scheduler runs it again
+        _wait(lambda: "Cleared the verdict task of the released run" in log.read_text(errors="replace"),
+              "make airflow clearing the released run's verdict", log, timeout=240)
         released = _wait(lambda: _finished(api, held["dag_run_id"]), "the released run", log,
                          timeout=240)
         assert released["state"] == "success", released
