@@ -6,7 +6,7 @@ import logging
 import sys
 from typing import Any
 
-from foodtaster.registry import relative_to_lake
+from foodtaster.lake_paths import relative_to_lake
 
 
 def _render(value: Any) -> str:

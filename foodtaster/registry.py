@@ -165,20 +165,6 @@ def lake_root() -> str:
     return os.environ.get("FOODTASTER_LAKE") or str(DEFAULT_LAKE)
 
 
-def relative_to_lake(path: str, root: str | None = None) -> str:
-    """A path as a person reads it: relative to the lake root (`root`, else lake_root()) when under
-    it, whatever form it was written in (`file:///root/...`, `file:/root/...`, `/root/...`), else
-    as it is."""
-    def bare(uri: str) -> str:
-        for scheme in ("file://", "file:"):
-            if uri.startswith(scheme):
-                return "/" + uri[len(scheme):].lstrip("/")
-        return uri
-
-    prefix = bare(root or lake_root()).rstrip("/") + "/"
-    return bare(path)[len(prefix):] if bare(path).startswith(prefix) else path
-
-
 def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, Any]) -> DatasetConfig:
     if not re.match(DATASET_NAME_PATTERN, name):
         raise RegistryError(f"dataset name {name!r} must match {DATASET_NAME_PATTERN}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from foodtaster.registry import relative_to_lake
+from foodtaster.lake_paths import relative_to_lake
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow.steps import PipelineError, lake_from_env, show_release
 

@@ -13,7 +13,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from foodtaster.errors import REFUSED_PREFIX, Failed, NotFound
-from foodtaster.registry import DatasetConfig, get_dataset, lake_root, relative_to_lake
+from foodtaster.lake_paths import relative_to_lake
+from foodtaster.registry import DatasetConfig, get_dataset, lake_root
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow import channels
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from foodtaster.registry import relative_to_lake
+from foodtaster.lake_paths import relative_to_lake
 from foodtaster.state.lake import Lake
 
 QUOTED_CHARS = 40  # a value a person wrote is quoted back at most this long
