@@ -44,8 +44,8 @@ from foodtaster_dev.localenv import (
     LocalAirflow,
     drop_postgres_database,
     postgres_database,
-    supervise,
 )
+from foodtaster_dev.process_group import supervise
 
 AIRFLOW_HOME = Path(os.environ.get("FOODTASTER_AIRFLOW_HOME") or PROJECT_ROOT / ".airflow").resolve()
 DATABASE_ENV = "FOODTASTER_AIRFLOW_DB"  # a SQLAlchemy URL, or `sqlite` for SQLite in the home
