@@ -6,9 +6,18 @@ import logging
 import sys
 from typing import Any
 
+from foodtaster.lake_paths import relative_to_lake
+
 
 def _render(value: Any) -> str:
-    text = str(value)
+    """A value as a person reads it in a key=value line: a list as `a,b`, never a repr; a path in
+    the lake relative to the lake."""
+    if isinstance(value, list | tuple | set | frozenset):
+        text = ",".join(str(item) for item in value) or "none"
+    elif isinstance(value, dict):
+        text = ",".join(f"{key}:{item}" for key, item in value.items()) or "none"
+    else:
+        text = relative_to_lake(str(value)) if isinstance(value, str) else str(value)
     return f'"{text}"' if (" " in text or not text) else text
 
 

@@ -58,6 +58,18 @@ class Facts:
         )
 
 
+LISTED_NOTE = "quarantined messages were already listed"
+WAITING_NOTE = "quarantined messages wait (a retry, their conversation)"
+
+
+def split_why(why: list[str]) -> tuple[list[str], list[str]]:
+    """A verdict's `why` as a person reads it: what decided the verdict (a threshold crossed, a
+    failed gate), and the facts `decide` only notes beside it (messages already listed or
+    waiting, left out of the rate it judged), which are no reason to hold."""
+    notes = [line for line in why if line.endswith((LISTED_NOTE, WAITING_NOTE))]
+    return [line for line in why if line not in notes], notes
+
+
 def decide(facts: Facts, config: DatasetConfig) -> Verdict:
     """Hold at or above hold_rate, on a failed batch gate, or when the counts do not add up;
     alert at or above alert_rate.
@@ -79,12 +91,11 @@ def decide(facts: Facts, config: DatasetConfig) -> Verdict:
         return _judge(facts.quarantine_rate, "quarantine rate", facts, config, ())
     notes = []
     if listed:
-        notes.append(f"{listed} of {facts.quarantined} quarantined messages were already listed")
+        notes.append(f"{listed} of {facts.quarantined} {LISTED_NOTE}")
         if listed == facts.messages:
             return Verdict(publish=True, alert=False, severity=OK, why=(f"all {notes[0]}",))
     if waiting:
-        notes.append(f"{waiting} of {facts.quarantined} quarantined messages wait "
-                     "(a retry, their conversation)")
+        notes.append(f"{waiting} of {facts.quarantined} {WAITING_NOTE}")
     new = (facts.quarantined - listed - waiting) / facts.messages
     return _judge(new, "new quarantine rate", facts, config, tuple(notes))
 

@@ -45,6 +45,16 @@ class Delivery:
                 "skipped": self.skipped}
 
 
+def log_delivery(dataset: str, batch_id: str, event: str, delivery: Delivery, lake: Any) -> None:
+    """Where an alert went, as one key=value log line: the file relative to the lake."""
+    from foodtaster.logs import batch_logger
+    from foodtaster.ops.shown import in_lake
+
+    batch_logger(__name__, dataset, batch_id).event(
+        event, file=in_lake(lake.root, delivery.file), email=delivery.email or "none",
+        slack=delivery.slack, skipped=delivery.skipped or "none")
+
+
 def _truthy(value: Any) -> bool:
     return str(value).strip().lower() in {"1", "true", "yes", "on"}
 
@@ -169,10 +179,11 @@ def deliver(alert: Any, config: DatasetConfig, lake: Any) -> Delivery:
     A channel that is configured but fails raises: the alert task retries it.
     """
     from foodtaster.ops import alerts
+    from foodtaster.ops.shown import in_lake
 
     path = alerts.write_alert_file(lake, alert)
     delivery = Delivery(file=str(path))
-    log.info("alert written to %s", path)
+    log.info("alert written to %s (in the lake)", in_lake(lake.root, path))
 
     smtp = get_connection(config.alerts.smtp_conn_id)
     if smtp is None:
@@ -195,7 +206,7 @@ def deliver(alert: Any, config: DatasetConfig, lake: Any) -> Delivery:
 
     if not delivery.email and not delivery.slack:
         log.warning(
-            "no alert channel configured (%s); the alert is only in %s",
-            "; ".join(delivery.skipped), path,
+            "no alert channel configured (%s); the alert is only in %s (in the lake)",
+            "; ".join(delivery.skipped), in_lake(lake.root, path),
         )
     return delivery

@@ -40,10 +40,10 @@ from typing import Any
 import pendulum
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRule, task
 
-from foodtaster.errors import FoodtasterError, UsageError, refusal
+from foodtaster.errors import FoodtasterError, refusal
 from foodtaster.registry import PROJECT_ROOT, DatasetConfig, RegistryError, load_registry
 from foodtaster.state.lake import BATCH_ID_PATTERN
-from foodtaster_airflow import alert_step, redrive_steps, steps
+from foodtaster_airflow import alert_step, lineage, redrive_steps, run_conf, steps
 from foodtaster_airflow.spark_submit import RetryPassOperator, ValidateBatchOperator, redrive_arguments
 
 VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
@@ -79,21 +79,12 @@ def valid_asset(dataset: str) -> Asset:
 
 
 def run_params(dataset: str) -> dict[str, Param]:
-    """The scheduled DAG's trigger form (and its Backfill tab, which shows every param of the
-    DAG): the form checks them before a run is created."""
-    return {
-        "batch_date": Param(
-            None,
-            type=["null", "string"],
-            format="date",
-            title="Inbox date",
-            description=(
-                f"Land the inbox folder inbox/{dataset}/dt=<date>/ of this date. Empty: the "
-                "run's data interval (for a date range, create a backfill). To reprocess a "
-                f"batch landed before, trigger the DAG {reprocess_dag_id_for(dataset)}."
-            ),
-        ),
-    }
+    """The scheduled DAG's params: none. Airflow's Backfill tab shows every param of a DAG and
+    does not pass them on, and a backfill lands each date of its range: a field there would be
+    dropped. A manual run lands its logical date (the trigger form's date); the API and the
+    CLI may name another inbox date with the conf key `batch_date`, checked by
+    `foodtaster_airflow.run_conf` (in a backfill, refused)."""
+    return {}
 
 
 def reprocess_params() -> dict[str, Param]:
@@ -205,18 +196,20 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     # that date's scheduled run. Landing is file copies; validation still runs in parallel.
     @task(task_id="land", max_active_tis_per_dag=1)
     def land(**context) -> dict:
-        params = context["params"]
-        date, hour = steps.run_interval(context, params, config.schedule)
-        batch_id = params.get("batch_id")
+        params, conf = context["params"], run_conf.conf_of(context)
+        batch_id = conf.get("batch_id") if reprocess else None
+        date = run_conf.run_day(context)
         try:
-            if batch_id and not reprocess:  # a run's conf, by the API or the CLI
-                raise UsageError(f"batch_id {batch_id!r}: {dag.dag_id} lands inbox dates; reprocess "
-                                 f"a landed batch with the DAG {reprocess_dag_id_for(dataset)}")
-            landed = steps.land(dataset, date, hour, batch_id if reprocess else None)
+            run_conf.check(dataset, dag.dag_id, conf, reprocess=reprocess,
+                           backfill=run_conf.is_backfill(context))
+            date, hour = steps.run_interval(context, params, config.schedule)
+            landed = steps.land(dataset, date, hour, batch_id)
         except FoodtasterError as err:
             if not refusal(err):
                 raise
-            steps.refuse(dataset, batch_id or date.replace("-", ""), None if batch_id else date,
+            asked = conf.get("batch_id")  # the batch the refusal names: the one asked, else the day's
+            asked = asked if isinstance(asked, str) and BATCH_ID_PATTERN.match(asked) else None
+            steps.refuse(dataset, asked or date.replace("-", ""), None if asked else date,
                          "land", str(err), dag.dag_id, context["run_id"])
         steps.note_run(dataset, landed["batch_id"], dag.dag_id, context["run_id"],
                        steps.landing_note(landed))
@@ -230,7 +223,7 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     def gate(landed: dict) -> dict:
         return steps.gate(dataset, landed)
 
-    @task(task_id="publish", outlets=[asset])
+    @lineage.publish_task(task_id="publish", outlets=[asset])  # @task, with OpenLineage facets
     def publish(decision: dict, **context) -> dict:
         return steps.publish(dataset, decision, context["outlet_events"][asset])
 
@@ -262,14 +255,14 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     # tasks' XComArgs, which Airflow resolves to their values before it runs.
     landed = land()
     gate_open = has_messages(landed)  # type: ignore[arg-type]
-    validate = ValidateBatchOperator(
+    validate = lineage.ValidateWithLineage(
         task_id="validate",
         application=str(VALIDATE_JOB),
         dataset=dataset,
         **VALIDATE_RETRIES,
     )
     decision = gate(landed)  # type: ignore[arg-type]
-    published = publish(decision)  # type: ignore[arg-type]
+    published = publish(decision)
     alerted = alert(decision)  # type: ignore[arg-type]
     recorded = ledger(landed)  # type: ignore[arg-type]
 
@@ -342,9 +335,10 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
                 "task's log, then trigger again with it off. See docs/operations.md."),
     ) as dag:
 
-        @task(task_id="plan")
+        @task(task_id="plan", retries=0)  # a form no retry changes: refused at once, saying why
         def plan(**context) -> dict:
-            return redrive_steps.plan_redrive(dataset, context["params"], context["run_id"])
+            return redrive_steps.plan_redrive(dataset, context["params"], context["run_id"],
+                                              by=redrive_steps.triggering_user(context))
 
         @task.short_circuit(task_id="wants_redrive", ignore_downstream_trigger_rules=False,
                             trigger_rule=TriggerRule.NONE_FAILED)  # after a release, or none

@@ -8,15 +8,37 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from foodtaster.lake_paths import relative_to_lake
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow.steps import PipelineError, lake_from_env, show_release
 
 log = logging.getLogger(__name__)
 
 
-def plan_redrive(dataset: str, params: dict[str, Any], run_id: str) -> dict[str, Any]:
-    """Check the redrive DAG's params before Spark starts; what the redrive and release tasks do."""
+def triggering_user(context: dict[str, Any]) -> str:
+    """Who asked for the run, as the ledger and the pages name a release's or redrive's author:
+    the user Airflow records on the run (`triggering_user_name`, Airflow 3.1+); `airflow dags
+    test` records `dag_test`, then the system user who ran it."""
+    import getpass
+
+    user = getattr(context.get("dag_run"), "triggering_user_name", None)
+    if user == "dag_test":
+        return f"{getpass.getuser()} (airflow dags test)"
+    return str(user) if user else f"Airflow run {context.get('run_id')}"
+
+
+def plan_redrive(dataset: str, params: dict[str, Any], run_id: str, by: str | None = None) -> dict[str, Any]:
+    """Check the redrive DAG's params before Spark starts; what the redrive and release tasks do.
+    A form that cannot be run raises UsageError: the task fails at once, saying why."""
+    from foodtaster.errors import UsageError
+    from foodtaster.ops.shown import quoted
     from foodtaster.state.lake import run_id_from
+
+    def day(name: str, value: str) -> str:
+        try:
+            return check_date(value[:10])
+        except ValueError:
+            raise UsageError(f"{name} {quoted(value)} is not a date: give YYYY-MM-DD") from None
 
     def given(name: str) -> str | None:
         value = params.get(name)
@@ -26,20 +48,25 @@ def plan_redrive(dataset: str, params: dict[str, Any], run_id: str) -> dict[str,
     release_batch, why = given("release_batch"), given("why") or ""
     batch_id = given("batch_id")
     if not date_from and not release_batch:
-        raise PipelineError("give From batch date (to redrive) or Release held batch (to release), or both")
+        raise UsageError("give From batch date (to redrive) or Release held batch (to release), or both")
     if release_batch and not why:
-        raise PipelineError("a release needs Why: the ledger records who released a held batch and why")
-    if date_from and date_to:  # date_to is date_from when not given
-        check_date(date_from[:10])
-        check_date(date_to[:10])
-        if date_from[:10] > date_to[:10]:
-            raise PipelineError(f"From {date_from} is after To {date_to}")
+        raise UsageError("a release needs Why: the ledger records who released a held batch and why")
+    for name, value in (("Only batch", batch_id), ("Release held batch", release_batch)):
+        if value:
+            try:
+                check_batch_id(value)
+            except ValueError:
+                raise UsageError(f"{name} {quoted(value)} is not a batch id: YYYYMMDD as a daily "
+                                 "run lands it") from None
+    # date_to is date_from when not given
+    if date_from and date_to and day("From batch date", date_from) > day("To batch date", date_to):
+        raise UsageError(f"From {date_from[:10]} is after To {date_to[:10]}")
     return {
         "lake": lake_from_env().root, "redrive": bool(date_from), "release": release_batch,
         "date_from": date_from[:10] if date_from else None, "date_to": date_to[:10] if date_to else None,
-        "rule": given("rule"), "batch_id": check_batch_id(batch_id) if batch_id else None,
+        "rule": given("rule"), "batch_id": batch_id,
         "message_id": given("message_id"), "dry_run": bool(params.get("dry_run", True)), "why": why,
-        "redrive_id": run_id_from(run_id)[:56], "by": f"airflow:{run_id}"[:200],
+        "redrive_id": run_id_from(run_id)[:56], "by": (by or f"Airflow run {run_id}")[:200],
     }
 
 
@@ -76,5 +103,5 @@ def release(dataset: str, planned: dict[str, Any], outlet_event: Any) -> dict[st
     outlet_event.extra = {"dataset": dataset, "batch_id": done["batch_id"], "batch_date": done["batch_date"],
                           "path": done["path"], "valid": done["valid"], "released": done["released"]}
     log.info("dataset=%s batch=%s event=released path=%s by=%s why=%s", dataset, done["batch_id"],
-             done["path"], planned["by"], planned["why"])
+             relative_to_lake(done["path"], planned["lake"]), planned["by"], planned["why"])
     return {**outlet_event.extra, "held_run": show_release(dataset, done["batch_id"])}

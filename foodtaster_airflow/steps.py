@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from foodtaster.errors import REFUSED_PREFIX, Failed, NotFound
+from foodtaster.lake_paths import relative_to_lake
 from foodtaster.registry import DatasetConfig, get_dataset, lake_root
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow import channels
@@ -97,9 +98,10 @@ def landed_date(lake: Lake, dataset: str, batch_id: str) -> str:
     dates = sorted({day for day, landed_id in landed if landed_id == batch_id})
     if not dates:
         raise BatchNotLanded(
-            f"batch {batch_id!r} of {dataset!r} was never landed (no raw partition): a batch id "
+            f"batch {batch_id} of {dataset} was never landed (no raw partition): a batch id "
             "is YYYYMMDD as a daily run lands it (YYYYMMDDHH hourly); "
-            f"{_landed_near(landed, batch_id)}. To land new files, trigger without batch_id"
+            f"{_landed_near(landed, batch_id)}. To land an inbox date's files, trigger the DAG "
+            f"foodtaster_{dataset} with that date as its logical date"
         )
     if len(dates) > 1:
         raise PipelineError(f"batch {batch_id!r} of {dataset!r} is under several dates: {dates}")
@@ -208,7 +210,7 @@ def publish(dataset: str, handed: dict[str, Any], outlet_event: Any) -> dict[str
     }
     outlet_event.extra = extra
     log.info("dataset=%s batch=%s event=published path=%s valid=%s", dataset,
-             decision.batch_id, path, decision.counts["valid"])
+             decision.batch_id, relative_to_lake(path, decision.lake), decision.counts["valid"])
     return extra
 
 
@@ -276,7 +278,7 @@ def verdict(dataset: str, recorded: dict[str, Any], dag_id: str, run_id: str,
     released = now.get("released") if now.get("run_id") == run_id else None
     if released:
         log.info("RELEASED by %s at %s: %s (%s; held because: %s)", released["by"], released["at"],
-                 released["why"], batch, "; ".join(now.get("held_why") or ()))
+                 released["why"], batch, _because(now.get("held_why")))
         # cleared by hand after a release the run's note has not heard of (the CLI's, the demo's)
         note_run(dataset, entry["batch_id"], dag_id, run_id, run_note(now))
         return {"verdict": "released", "released": released}
@@ -289,15 +291,14 @@ def verdict(dataset: str, recorded: dict[str, Any], dag_id: str, run_id: str,
         # the scheduled DAG pauses, whichever DAG's run (it or the reprocess DAG) held the batch
         config = _config(dataset)
         disable(dataset, f"foodtaster_{dataset}", recorded["held_streak"], config, lake_from_env())
-    for why in entry.get("why") or ():
-        log.warning("held because: %s", why)
+    log.warning("held because: %s", _because(entry.get("why")))
     log.warning(
         "what to do: read the reasons and samples on the Foodtaster batches page (Browse); then "
         "release the batch (`foodtaster release --dataset %s --batch %s --why ...`, or the DAG "
         "foodtaster_%s_redrive's Release held batch), redrive its rows after a fix, or leave it "
         "held. A release through the redrive DAG clears this task, which then ends green; after "
         "a release from the command line, clear it by hand.", dataset, entry["batch_id"], dataset)
-    raise AirflowFailException(f"HELD, not published: {batch}: " + "; ".join(entry.get("why") or ()))
+    raise AirflowFailException(f"HELD, not published: {batch}: " + _because(entry.get("why")))
 
 
 def show_release(dataset: str, batch_id: str, api: AirflowApi | None = None) -> dict[str, Any]:
@@ -340,10 +341,18 @@ def run_note(entry: dict[str, Any]) -> str:
     if entry.get("released"):
         released = entry["released"]
         return (f"RELEASED by {released['by']} at {released['at']}: {released['why']}: {batch}: "
-                f"{rate}; held because: " + "; ".join(entry.get("held_why") or ()))
+                f"{rate}; held because: " + _because(entry.get("held_why") or ()))
     if entry["verdict"] == "held":
-        return f"HELD, not published: {batch}: {rate}; " + "; ".join(entry["why"])
+        return f"HELD, not published: {batch}: {rate}; " + _because(entry["why"])
     return f"published: {batch}: {entry['valid']} valid, {rate}"
+
+
+def _because(why: Any) -> str:
+    """A verdict's why as a note reads it: what held the batch, then what it only notes."""
+    from foodtaster.policy import split_why
+
+    reasons, facts = split_why([why] if isinstance(why, str) else list(why or ()))
+    return "; ".join(reasons) + "".join(f" (also: {fact})" for fact in facts)
 
 
 def landing_note(landed: dict[str, Any]) -> str:
@@ -360,15 +369,17 @@ def refuse(dataset: str, batch_id: str, batch_date: str | None, task: str, reaso
     from airflow.sdk.exceptions import AirflowFailException
 
     from foodtaster.ops import alerts
+    from foodtaster.state.refusals import Refusal, record_refusal
 
     reason = " ".join(reason.removeprefix(REFUSED_PREFIX).split())
     date = f", inbox date {batch_date}" if batch_date else ""
+    record_refusal(lake_from_env(), dataset, Refusal(batch_id, batch_date, task, reason, dag_id, run_id))
     note_run(dataset, batch_id, dag_id, run_id, f"{REFUSED_PREFIX}batch {batch_id}{date}: {reason}")
     message = alerts.build_refusal_alert(dataset, batch_id, batch_date, task, reason,
                                          run_url=channels.run_url(dag_id, run_id))
     try:
-        delivery = channels.deliver(message, _config(dataset), lake_from_env()).as_dict()
-        log.info("dataset=%s batch=%s event=refusal_alerted %s", dataset, batch_id, delivery)
+        delivery = channels.deliver(message, _config(dataset), lake_from_env())
+        channels.log_delivery(dataset, batch_id, "refusal_alerted", delivery, lake_from_env())
     except Exception as err:  # noqa: BLE001 - the refusal stands; its alert is the courtesy
         log.warning("dataset=%s batch=%s event=refusal_alert_failed %s", dataset, batch_id, err)
     log.error("%s%s", REFUSED_PREFIX, reason)

@@ -27,16 +27,25 @@ sample batch of today to the stream and runs that dataset's DAG for today.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from foodtaster.ops.shown import in_lake
 from foodtaster.registry import PROJECT_ROOT, lake_root
 from foodtaster.state.lake import Lake, exists, read_json
 from foodtaster_dev.demo_nested import nested_demo
-from foodtaster_dev.localenv import ADMIN_USER, LocalAirflow, drop_postgres_database, postgres_database
+from foodtaster_dev.localenv import (
+    ADMIN_USER,
+    LocalAirflow,
+    drop_postgres_database,
+    postgres_database,
+)
+from foodtaster_dev.process_group import supervise
 
 AIRFLOW_HOME = Path(os.environ.get("FOODTASTER_AIRFLOW_HOME") or PROJECT_ROOT / ".airflow").resolve()
 DATABASE_ENV = "FOODTASTER_AIRFLOW_DB"  # a SQLAlchemy URL, or `sqlite` for SQLite in the home
@@ -68,21 +77,34 @@ def local_airflow(port: int | None = None, db_url: str | None = None) -> LocalAi
     return LocalAirflow(home=AIRFLOW_HOME, lake=lake_root(), api_port=port or ui_port(), db_url=db_url)
 
 
-def stream_registry() -> Path:
-    """pipeline.yaml plus `orders_stream`: the orders contract, fed from the demo's stream."""
+DEMO_REGISTRY = AIRFLOW_HOME / "pipeline-demo.yaml"  # the registry the demo ended with: make airflow's
+
+
+def demo_registry(change) -> Path:
+    """Write the demo's registry: the one it runs with now (DEMO_REGISTRY, else pipeline.yaml)
+    with `change` applied to its document. `make airflow` then serves every dataset the demo
+    ran, and its DAGs and batches page find them."""
     import yaml
 
-    document = yaml.safe_load((PROJECT_ROOT / "pipeline.yaml").read_text())
-    document["datasets"][STREAM_DATASET] = {
-        **document["datasets"][DATASET], "schedule": None,
-        "description": "Order events read from a NATS JetStream stream (the demo).",
-        "source": {"kind": "nats", "url": NATS_URL, "stream": NATS_STREAM,
-                   "subject": f"{NATS_SUBJECT}.>", "durable": "foodtaster-demo"},
-    }
-    path = AIRFLOW_HOME / "pipeline-with-stream.yaml"
+    current = DEMO_REGISTRY if DEMO_REGISTRY.exists() else PROJECT_ROOT / "pipeline.yaml"
+    document = yaml.safe_load(current.read_text())
+    change(document)
     AIRFLOW_HOME.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return path
+    DEMO_REGISTRY.write_text(yaml.safe_dump(document, sort_keys=False))
+    return DEMO_REGISTRY
+
+
+def stream_registry() -> Path:
+    """The demo's registry plus `orders_stream`: the orders contract, fed from the demo's stream."""
+    def add_stream(document: dict[str, Any]) -> None:
+        document["datasets"][STREAM_DATASET] = {
+            **document["datasets"][DATASET], "schedule": None,
+            "description": "Order events read from a NATS JetStream stream (the demo).",
+            "source": {"kind": "nats", "url": NATS_URL, "stream": NATS_STREAM,
+                       "subject": f"{NATS_SUBJECT}.>", "durable": "foodtaster-demo"},
+        }
+
+    return demo_registry(add_stream)
 
 
 def publish_stream_batch(date: str) -> int | str:
@@ -149,7 +171,7 @@ def drop_batches(lake: Lake) -> list[tuple[str, str, int]]:
         batch = generate_batch(inbox, messages=MESSAGES, batch_date=date, files=3, gzip_files=1,
                                resend=resend, **mix)
         again = f"; {len(resend)} of them resent from {first[0][0]}" if resend else ""
-        print(f"  inbox {inbox}: {batch.messages} messages, {what}{again}")
+        print(f"  inbox {in_lake(lake, inbox)}: {batch.messages} messages, {what}{again}")
         if not first:  # the first day's first poison messages are the ones resent next day
             poison = [t for t in batch.truth if t.expected == QUARANTINED][:RESENT]
             first = [(date, t.file, t.line) for t in poison]
@@ -166,10 +188,10 @@ def list_resent(lake: Lake, places: list[tuple[str, str, int]]) -> None:
     print(f"\nAn operator lists the {len(places)} poison messages of the first day that the producer "
           "resends the next day:")
     for date, file, line in places:
-        args = ["poison", "add", "--batch", batch_id_for(date), "--file", file, "--line", str(line),
-                "--why", f"known bad: quarantined on {date}, resent by the producer"]
-        print("  foodtaster " + " ".join(f"'{a}'" if " " in a else a for a in args))
-        if cli.main([*args, "--dataset", DATASET, "--lake", lake.root, "--by", "demo-operator"]):
+        args = ["poison", "add", "--dataset", DATASET, "--batch", batch_id_for(date), "--file", file,
+                "--line", str(line), "--why", f"known bad: quarantined on {date}, resent by the producer"]
+        print("  foodtaster " + shlex.join(args))  # as pasted: the lake is $FOODTASTER_LAKE's
+        if cli.main([*args, "--lake", lake.root, "--by", "demo-operator"]):
             raise RuntimeError(f"could not list {file}:{line} of {date}")
 
 
@@ -213,14 +235,16 @@ def outcome(lake: Lake, date: str, run: dict[str, Any]) -> list[str]:
     if reasons:
         lines.append("  top reasons: " + ", ".join(f"{rule} ({count})" for rule, count in reasons))
     valid = lake.valid(DATASET, date, batch_id)
-    lines.append(f"  valid rows:  {valid if exists(valid) else '(not published)'}")
-    lines.append(f"  quarantine:  {lake.quarantine(DATASET, date, batch_id)}")
+    lines.append(f"  valid rows:  {in_lake(lake, valid) if exists(valid) else '(not published)'}")
+    lines.append(f"  quarantine:  {in_lake(lake, lake.quarantine(DATASET, date, batch_id))}")
     summary = lake.summary(DATASET, batch_id)
     if exists(summary):
         docs = (read_json(summary).get("paths") or {}).get("data_docs")
-        lines.append(f"  report:      {summary}" + (f" (Data Docs: {docs})" if docs else ""))
+        lines.append(f"  report:      {in_lake(lake, summary)}"
+                     + (f" (Data Docs: {in_lake(lake, docs)})" if docs else ""))
     if entry.get("alert_file"):
-        lines.append(f"  alert:       {entry['alert_file']} (no SMTP/Slack connection: file only)")
+        lines.append(f"  alert:       {in_lake(lake, entry['alert_file'])} (no SMTP/Slack connection: "
+                     "file only)")
     else:
         lines.append("  alert:       none (under alert_rate)")
     return lines
@@ -229,6 +253,7 @@ def outcome(lake: Lake, date: str, run: dict[str, Any]) -> list[str]:
 def demo() -> int:
     started = time.perf_counter()
     af = local_airflow(db_url=metadata_database())
+    DEMO_REGISTRY.unlink(missing_ok=True)  # built again from pipeline.yaml as the demo goes
     lake = Lake(af.lake)
     print(f"Airflow home {af.home}, metadata DB {describe_database(af)} (the UI's: make airflow), "
           f"lake {lake.root}")
@@ -292,16 +317,17 @@ def redrive_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
     """After the poisoned day: the contract fix, a dry-run redrive, then the redrive and the
     release of the held batch in one run of the redrive DAG, and the ledger's story. 1 if a
     run failed."""
-    import yaml
-
     from foodtaster.ops.redrive import describe
+    from foodtaster.policy import split_why
     from foodtaster.state import ledger
     from foodtaster.state.accounts import check_accounts
 
-    document = yaml.safe_load((PROJECT_ROOT / "pipeline.yaml").read_text())
-    document["datasets"][DATASET]["contract"] = CONTRACT_FIX
-    af.registry = AIRFLOW_HOME / "pipeline-contract-fix.yaml"
-    af.registry.write_text(yaml.safe_dump(document, sort_keys=False))
+    def fix_contract(document: dict[str, Any]) -> None:
+        document["datasets"][DATASET]["contract"] = CONTRACT_FIX
+        if STREAM_DATASET in document["datasets"]:
+            document["datasets"][STREAM_DATASET]["contract"] = CONTRACT_FIX
+
+    af.registry = demo_registry(fix_contract)
     print(f"\nThe contract fix: {CONTRACT_FIX} accepts lowercase currency codes (registry "
           f"{af.registry}).")
     summary = read_json(lake.summary(DATASET, POISONED_BATCH))
@@ -313,8 +339,8 @@ def redrive_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
     failed = 0
     for logical_date, what, conf in runs:
         log = logs / f"{REDRIVE_DAG_ID}-{logical_date}.log"
-        print(f"\nairflow dags test {REDRIVE_DAG_ID} {logical_date} -c '{conf}'   ({what}; log: {log})",
-              flush=True)
+        print(f"\nairflow dags test {REDRIVE_DAG_ID} {logical_date} -c {shlex.quote(json.dumps(conf))}"
+              f"   ({what}; log: {log})", flush=True)
         run = af.dags_test(REDRIVE_DAG_ID, logical_date, conf=conf, log=log)
         print(run_line(run))
         failed += broken(run)
@@ -325,15 +351,17 @@ def redrive_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
     print("\nThe ledger's story of the poisoned day:")
     for entry in ledger.batch_entries(lake, DATASET):
         if entry["batch_id"] == POISONED_BATCH:
+            held_why, facts = split_why(list(entry.get("held_why") or entry["why"]))
             print(f"  batch {POISONED_BATCH}: {entry['verdict'].upper()}, held because: "
-                  + "; ".join(entry.get("held_why") or entry["why"]))
+                  + "; ".join(held_why) + "".join(f" (also: {fact})" for fact in facts))
             if entry.get("released"):
                 print(f"  released by {entry['released']['by']} at {entry['released']['at']}: "
                       f"{entry['released']['why']}")
                 show_release(af, entry)
     for record in ledger.redrive_entries(lake, DATASET):
         print(f"  {record.get('kind', 'redrive')} {record['batch_id']} by {record['by']}: "
-              f"{record['counts'].get('published', 0)} rows published {sorted(record['published'].values())}")
+              f"{record['counts'].get('published', 0)} rows published to "
+              + (", ".join(sorted(in_lake(lake, path) for path in record["published"].values())) or "none"))
     accounts = check_accounts(lake, DATASET)[POISONED_BATCH]
     print(f"  accounts of {POISONED_BATCH}: {accounts['messages']} messages = {accounts['valid']} valid + "
           f"{accounts['redriven']} redriven + {accounts['quarantined']} quarantined + "
@@ -341,27 +369,50 @@ def redrive_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
     return failed
 
 
+PENDING_CLEARS = AIRFLOW_HOME / "verdicts-to-clear.json"  # released runs make airflow turns green
+
+
 def show_release(af: LocalAirflow, entry: dict[str, Any]) -> None:
-    """Clear the released batch's red verdict task, as the release task does through the REST
-    API when Airflow runs (`airflow dags test` has no API): `make airflow`'s scheduler runs it
-    again, it reads the release in the ledger, and the run turns green."""
-    day = entry["batch_date"]
-    # `-t` is a search in the task ids (an anchored pattern finds none): no other task has this name
-    args = ["tasks", "clear", entry["dag_id"], "-t", "verdict", "-s", day, "-e", day, "-f", "-y"]
-    print("  its run turns green once its verdict task runs again: " + " ".join(["airflow", *args]))
-    af.airflow(*args, timeout=300)
+    """The released batch's red verdict task is cleared by `make airflow`, as the release task
+    does through the REST API when Airflow runs (`airflow dags test` has none): once its API
+    answers (cleared before, the scheduler ran the task before the API server was up, and it
+    failed), the scheduler runs it again, it reads the release in the ledger, the run turns green."""
+    import json as json_
+
+    pending = json_.loads(PENDING_CLEARS.read_text()) if PENDING_CLEARS.exists() else []
+    run = {"dag_id": entry["dag_id"], "run_id": entry["run_id"]}
+    PENDING_CLEARS.write_text(json_.dumps([*(p for p in pending if p != run), run]))
+    print("  its run turns green once make airflow clears its verdict task and the scheduler runs it")
+
+
+def clear_released(af: LocalAirflow, process: Any) -> None:
+    """`make airflow`: once the API answers, clear the verdict task of each run the demo released."""
+    from foodtaster_airflow.rest import AirflowApi
+    from foodtaster_dev.localenv import wait_for_http
+
+    if not PENDING_CLEARS.exists():
+        return
+    wait_for_http(f"{af.base_url}/api/v2/version", timeout=600, process=process)
+    api = AirflowApi(af.base_url, ADMIN_USER, af.password)
+    for run in json.loads(PENDING_CLEARS.read_text()):
+        api.clear_task(run["dag_id"], run["run_id"], "verdict")
+        print(f"Cleared the verdict task of the released run {run['run_id']} of {run['dag_id']}: "
+              "it turns green once it ran again.", flush=True)
+    PENDING_CLEARS.unlink()
 
 
 def standalone(port: int) -> int:
     """`airflow standalone` in the foreground, with this repo's DAGs and lake."""
     af = local_airflow(port, metadata_database())
+    if DEMO_REGISTRY.exists():  # every dataset the demo ran (orders_stream too), as it left them
+        af.registry = DEMO_REGISTRY
     af.migrate()
     database = f"{describe_database(af)}, the demo's too"
     print(
         f"\nAirflow UI: {af.base_url}   log in as {ADMIN_USER} / {af.password}\n"
-        f"DAGs from {PROJECT_ROOT / 'dags'}, lake {af.lake}, home {af.home},\n"
+        f"DAGs from {PROJECT_ROOT / 'dags'} (registry {af.registry}), lake {af.lake}, home {af.home},\n"
         f"metadata DB {database}.\n"
-        "Trigger a run: the DAG's Trigger button (param: batch_date); reprocess a batch: "
+        "Trigger a run: the DAG's Trigger button (its Logical date is the inbox date); reprocess a batch: "
         "foodtaster_orders_reprocess (param: batch_id).\n"
         "Backfill: the Trigger button's 'Backfill' tab, or the REST API:\n"
         f"  TOKEN=$(curl -s -X POST {af.base_url}/auth/token -H 'Content-Type: "
@@ -375,10 +426,8 @@ def standalone(port: int) -> int:
         "Stop with Ctrl-C.\n",
         flush=True,
     )
-    env = af.env()
-    airflow = str(Path(sys.executable).parent / "airflow")
-    os.execve(airflow, [airflow, "standalone"], env)
-    return 0  # not reached
+    return supervise([str(Path(sys.executable).parent / "airflow"), "standalone"], af.env(),
+                     started=lambda process: clear_released(af, process))
 
 
 def main(argv: list[str] | None = None) -> int:

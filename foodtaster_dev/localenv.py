@@ -187,6 +187,7 @@ class LocalAirflow:
         except RuntimeError as err:
             run, why = None, str(err)
         if run is not None and (done.returncode == 0 or run["state"] == "failed"):
+            self.started_when_it_ran(dag_id, run["run_id"])
             return run
         where = f"see {log}" if log else (done.stderr or done.stdout)[-3000:]
         state = f"its run is {run['state']}" if run is not None else why
@@ -208,6 +209,24 @@ class LocalAirflow:
                             " AND run_id = :run_id", dag_id=dag_id, run_id=run["run_id"])
         run["tasks"] = {ti["task_id"]: ti["state"] or "" for ti in states}
         return run
+
+    def started_when_it_ran(self, dag_id: str, run_id: str) -> None:
+        """`airflow dags test` records its run as started at its logical date (Airflow's
+        `dag.test()`: `start_date=logical_date`): the demo's run of 2026-11-20 showed a duration of
+        days in the UI, which set the scale of the grid and the chart. The run's start becomes its
+        first task's start, when it really began."""
+        from sqlalchemy import create_engine, text
+
+        engine = create_engine(self.env()["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"])
+        first = ("SELECT MIN(ti.start_date) FROM task_instance ti"
+                 " WHERE ti.dag_id = dag_run.dag_id AND ti.run_id = dag_run.run_id")
+        try:
+            with engine.begin() as conn:
+                conn.execute(text(f"UPDATE dag_run SET start_date = ({first}) WHERE dag_id = :dag_id"
+                                  f" AND run_id = :run_id AND ({first}) IS NOT NULL"),
+                             {"dag_id": dag_id, "run_id": run_id})
+        finally:
+            engine.dispose()
 
     def query(self, sql: str, **params: Any) -> list[dict[str, Any]]:
         """The rows of one read-only SQL query on this home's metadata DB (SQLite or not)."""

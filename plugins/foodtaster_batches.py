@@ -2,21 +2,60 @@
 reasons and quarantined messages, and what the lake keeps of a batch for a person: its Data
 Docs and its alerts.
 
-An Airflow 3 plugin: a FastAPI app served by the api-server under /foodtaster/, shown
-in the UI's Browse menu as an external view (an iframe). The pages are rendered by
-foodtaster.ops.pages from the lake; only a logged-in Airflow user sees them (the same
-session cookie or token as the UI's own API).
+An Airflow 3 plugin: a FastAPI app served by the api-server under /foodtaster/, shown in the
+UI's Browse menu by a React app plugin (`foodtaster_batches.js`), which frames the pages in a
+sandbox that lets a click open Airflow's own pages in the whole window; an external view's
+frame forbids that (docs/decisions/018-the-batches-page-as-a-react-app-plugin.md). The pages
+are rendered by foodtaster.ops.pages from the lake; only a logged-in Airflow user sees them
+(the same session cookie or token as the UI's own API). An error is answered as a sentence on
+a page, never as JSON, and never echoes a long value back.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from airflow.api_fastapi.core_api.security import get_user
 from airflow.plugins_manager import AirflowPlugin
-from fastapi import Depends, FastAPI, HTTPException, Query
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 URL_PREFIX = "/foodtaster"
-app = FastAPI(title="Foodtaster batches", dependencies=[Depends(get_user)])
+NAME = "Foodtaster batches"
+VIEW_JS = Path(__file__).with_name("foodtaster_batches.js")
+app = FastAPI(title=NAME, dependencies=[Depends(get_user)])
+
+
+def _error_page(status: int, message: str) -> HTMLResponse:
+    from foodtaster.ops.pages import error_page
+
+    return HTMLResponse(error_page(status, message), status_code=status,
+                        headers={"Cache-Control": "no-store"})
+
+
+@app.exception_handler(StarletteHTTPException)
+def _http_error(_request: Request, err: StarletteHTTPException) -> HTMLResponse:
+    return _error_page(err.status_code, str(err.detail))
+
+
+@app.exception_handler(RequestValidationError)
+def _bad_request(_request: Request, err: RequestValidationError) -> HTMLResponse:
+    from foodtaster.ops.shown import quoted
+
+    problems = [f"{'/'.join(str(part) for part in e.get('loc', ())[1:]) or 'the request'}: "
+                f"{e.get('msg', 'not valid')}" + (f" (got {quoted(e['input'])})" if "input" in e else "")
+                for e in err.errors()[:3]]
+    return _error_page(400, "; ".join(problems))
+
+
+@app.get("/ui/batches-view.js")
+def view_js() -> Response:
+    """The React app Airflow's UI loads for the Browse menu's entry (no data: the pages it frames
+    are read from the lake at each request)."""
+    return Response(VIEW_JS.read_bytes(), media_type="text/javascript",
+                    headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"})
 
 
 def _context():
@@ -64,7 +103,8 @@ def _lake_file(found: tuple[bytes, str]) -> Response:
 
 @app.get("/datasets/{dataset}/batches/{batch_id}/data-docs/{path:path}")
 def data_docs(dataset: str, batch_id: str, path: str) -> Response:
-    from foodtaster.ops.pages import PageNotFound, data_docs_file
+    from foodtaster.ops.lake_files import data_docs_file
+    from foodtaster.ops.pages import PageNotFound
 
     lake, datasets = _context()
     try:
@@ -75,7 +115,8 @@ def data_docs(dataset: str, batch_id: str, path: str) -> Response:
 
 @app.get("/datasets/{dataset}/alerts/{name}")
 def alert(dataset: str, name: str) -> Response:
-    from foodtaster.ops.pages import PageNotFound, alert_file
+    from foodtaster.ops.lake_files import alert_file
+    from foodtaster.ops.pages import PageNotFound
 
     lake, datasets = _context()
     try:
@@ -100,10 +141,10 @@ def trend(dataset: str, since: str | None = Query(None), until: str | None = Que
 
 class FoodtasterPlugin(AirflowPlugin):
     name = "foodtaster"
-    fastapi_apps = [{"app": app, "url_prefix": URL_PREFIX, "name": "Foodtaster batches"}]
-    external_views = [{
-        "name": "Foodtaster batches",
-        "href": f"{URL_PREFIX}/",
+    fastapi_apps = [{"app": app, "url_prefix": URL_PREFIX, "name": NAME}]
+    react_apps = [{
+        "name": NAME,
+        "bundle_url": f"{URL_PREFIX}/ui/batches-view.js",
         "url_route": "foodtaster",
         "destination": "nav",
         "category": "browse",

@@ -151,8 +151,10 @@ def render_html(subject: str, blocks: list[Block]) -> str:
                     f"{esc(command)}</code></li>" for why, command in items
                 ) + "</ul>")
             case Link(heading, label, url):
+                # _top: an alert page shown in a frame (the batches page in Airflow) opens the
+                # link in the whole window; a mail client and a page opened alone ignore it
                 body.append(f"<p><strong>{esc(heading)}:</strong> "
-                            f"<a href=\"{esc(url)}\">{esc(label)}</a></p>")
+                            f"<a target=\"_top\" href=\"{esc(url)}\">{esc(label)}</a></p>")
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
         f"<title>{esc(subject)}</title></head>\n<body style=\"font-family:sans-serif\">\n"

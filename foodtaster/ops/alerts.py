@@ -38,7 +38,8 @@ from foodtaster.ops.alert_render import (
     render_text,
     slack_escape,
 )
-from foodtaster.ops.trend import write_png
+from foodtaster.ops.shown import in_lake
+from foodtaster.ops.trend import producer_label, write_png
 from foodtaster.policy import Verdict
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake, write_json, write_text
@@ -100,12 +101,10 @@ class Alert:
         }
 
 
-
-
 def build_batch_alert(
     summary: dict[str, Any], verdict: Verdict, config: DatasetConfig, paths: dict[str, str],
     *, trend: Trend | None = None, chart_png: bytes | None = None, run_url: str | None = None,
-    producers: Sequence[tuple[str, int]] = (),
+    producers: Sequence[tuple[str, int]] = (), lake: Lake | None = None,
 ) -> Alert:
     """The alert for one batch from its summary.json and verdict.
 
@@ -115,6 +114,7 @@ def build_batch_alert(
     direction; `chart_png` (trend.render_trend) goes inline in the email; `run_url`
     links the run in the Airflow UI; `producers` counts this batch's quarantined
     messages by producer (`trend.producers_ranked` over this batch alone), most first.
+    `lake` shows the batch's paths and its samples' files relative to it.
     """
     dataset, batch_id = summary["dataset"], summary["batch_id"]
     rate = float(summary["quarantine_rate"])
@@ -169,9 +169,9 @@ def build_batch_alert(
         )))
     samples = (summary.get("samples") or [])[:MAX_SAMPLES]
     blocks.extend(
-        _sample_block(sample, number, len(samples)) for number, sample in enumerate(samples, 1)
+        _sample_block(sample, number, len(samples), lake) for number, sample in enumerate(samples, 1)
     )
-    blocks.append(_where(_batch_paths({**(summary.get("paths") or {}), **paths}, verdict)))
+    blocks.append(_where(_batch_paths({**(summary.get("paths") or {}), **paths}, verdict), lake))
     images = (InlineImage(CHART_CID, chart_png, f"{dataset}-trend.png"),) if chart_png else ()
     return _alert(dataset, batch_id, "batch", verdict.severity, subject, blocks, images)
 
@@ -202,7 +202,7 @@ def _producers_table(producers: Sequence[tuple[str, int]], quarantined: int) -> 
         f"Producers of the {quarantined} quarantined messages of this batch"
         + (f" ({TOP_PRODUCERS} of {len(producers)})" if len(producers) > TOP_PRODUCERS else ""),
         ("Producer", "Quarantined"),
-        tuple((name, str(count)) for name, count in producers[:TOP_PRODUCERS]),
+        tuple((producer_label(name), str(count)) for name, count in producers[:TOP_PRODUCERS]),
     )
 
 
@@ -276,7 +276,7 @@ def build_refusal_alert(
     subject = f"[foodtaster] {dataset} batch {batch_id}: REFUSED by the {task} task — not validated"
     date = f" (inbox date {batch_date})" if batch_date else ""
     blocks: list[Block] = [
-        Para(f"The {task} task of a {dataset} run refused batch {batch_id}{date} and failed at "
+        Para(f"The {task} task of a run of {dataset} refused batch {batch_id}{date} and failed at "
              "once, without retries: a retry would be refused the same way. This run validated, "
              "published and recorded nothing of the batch; its valid and quarantine partitions "
              "are as they were."),
@@ -331,8 +331,8 @@ def write_alert_file(lake: Lake, alert: Alert) -> str:
     write_json(f"{base}.json", {**document, "slack_payload": alert.slack_payload(),
                                 "images": [image.filename for image in alert.images]})
     log = batch_logger(__name__, alert.dataset, alert.batch_id)
-    log.event("alert_written", kind=alert.kind, severity=alert.severity, path=f"{base}.html",
-              subject=alert.subject)
+    log.event("alert_written", kind=alert.kind, severity=alert.severity,
+              path=in_lake(lake, f"{base}.html"), subject=alert.subject)
     log.info("alert text follows\n%s", alert.text)
     return f"{base}.html"
 
@@ -348,9 +348,9 @@ def _second_chance_facts(summary: dict[str, Any]) -> tuple[tuple[str, str], ...]
     return tuple(facts)
 
 
-def _sample_block(sample: dict[str, Any], number: int, shown: int) -> Sample:
+def _sample_block(sample: dict[str, Any], number: int, shown: int, lake: Lake | None = None) -> Sample:
     raw = str(sample.get("raw") or "")
-    where = str(sample.get("source_file"))
+    where = in_lake(lake, sample.get("source_file")) if lake else str(sample.get("source_file"))
     if sample.get("line_number") is not None:
         where += f" line {sample['line_number']}"
     reasons = sample.get("reasons") or []
@@ -379,11 +379,11 @@ def _batch_paths(paths: dict[str, str], verdict: Verdict) -> dict[str, str]:
     return {key: value for key, value in paths.items() if key != gone}
 
 
-def _where(paths: dict[str, str]) -> FactRows:
+def _where(paths: dict[str, str], lake: Lake | None = None) -> FactRows:
     ordered = [key for key in PATH_LABELS if key in paths] + sorted(set(paths) - set(PATH_LABELS))
-    return FactRows(
-        "Where", tuple((PATH_LABELS.get(key, key), str(paths[key])) for key in ordered), code=True
-    )
+    shown = {key: in_lake(lake, path) if lake else str(path) for key, path in paths.items()}
+    return FactRows("Where, in the lake" if lake else "Where",
+                    tuple((PATH_LABELS.get(key, key), shown[key]) for key in ordered), code=True)
 
 
 def _alert(

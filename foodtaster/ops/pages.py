@@ -8,21 +8,30 @@ rule comes from files a person can edit.
 
 from __future__ import annotations
 
-import posixpath
-import re
 from html import escape
 from typing import Any
 from urllib.parse import quote
 
 import fsspec
 
-from foodtaster.data_docs import BATCH_VERDICT_END, BATCH_VERDICT_START
 from foodtaster.errors import NotFound
-from foodtaster.ops.trend import dataset_trend, describe, render_trend
+from foodtaster.ops.shown import in_lake, quoted, words
+from foodtaster.ops.trend import (
+    UNKNOWN_PRODUCER,
+    UNKNOWN_PRODUCER_MEANS,
+    dataset_trend,
+    describe,
+    render_trend,
+)
+from foodtaster.policy import split_why
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.browse import NotInLake, quarantined_rows
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json
 from foodtaster.state.ledger import batch_entries
+from foodtaster.state.refusals import Refusal, refusals
+
+__all__ = ["PageNotFound", "alert_kinds", "batch_page", "batches_page", "error_page", "in_lake",
+           "trend_png"]
 
 RECENT_BATCHES = 30
 
@@ -61,23 +70,21 @@ def _document(title: str, body: str) -> str:
             f"<style>{_STYLE}</style></head><body>{body}</body></html>")
 
 
+def error_page(status: int, message: str) -> str:
+    """An error as a person reads it inside the UI: the sentence, and the way back."""
+    title = {400: "Not a valid request", 404: "Not found"}.get(status, "Something went wrong")
+    return _document(title, f"<p><a href=\"{_e(PAGES_ROOT)}\">&larr; all batches</a></p><h1>{_e(title)}"
+                            f"</h1><p class=error>{_e(message)}</p>")
+
+
+PAGES_ROOT = "/foodtaster/"  # the plugin's URL prefix: the batches page
+
+
 def _config(datasets: dict[str, DatasetConfig], dataset: str) -> DatasetConfig:
     if dataset not in datasets:
-        raise PageNotFound(f"dataset {dataset!r} is not in the registry (known: {sorted(datasets)})")
+        raise PageNotFound(f"dataset {quoted(dataset)} is not in the registry (its datasets: "
+                           f"{words(sorted(datasets))})")
     return datasets[dataset]
-
-
-def in_lake(lake: Lake, path: Any) -> str:
-    """A path as the page shows it: relative to the lake root when under it, whatever form it
-    was written in (`file:///root/...`, `file:/root/...`, `/root/...`), else as it is."""
-    def bare(uri: str) -> str:
-        for scheme in ("file://", "file:"):
-            if uri.startswith(scheme):
-                return "/" + uri[len(scheme):].lstrip("/")
-        return uri
-
-    text, root = str(path), bare(lake.root).rstrip("/")
-    return bare(text)[len(root) + 1:] if bare(text).startswith(root + "/") else text
 
 
 def rates(record: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -103,25 +110,36 @@ def shown_verdict(entry: dict[str, Any]) -> tuple[str, list[str]]:
     """The batch's verdict as the page shows it, and who and why: `held`; `released` (held,
     then published by an operator); `superseded` (a corrected delivery replaced the held one,
     and the batch was judged again); `published` or `empty`. A batch held again after a
-    correction shows `held`: what needs a person now comes first."""
+    correction shows `held`: what needs a person now comes first. What the verdict only notes
+    (messages already listed, messages waiting) follows as a fact, never as a hold reason."""
     verdict = entry.get("verdict") if isinstance(entry.get("verdict"), str) else None
     why = entry.get("why")
-    why = [why] if isinstance(why, str) and why else list(why or ())
+    why, facts = split_why([why] if isinstance(why, str) and why else list(why or ()))
+    noted = [f"also: {fact}" for fact in facts]
     superseded = entry.get("superseded")
     replaced = ([f"a corrected delivery replaced {len(superseded.get('files') or ())} file(s), "
-                 f"by {superseded.get('by')} at {superseded.get('at')}: {superseded.get('why')}"]
+                 f"by {superseded.get('by')} at {_when(superseded.get('at'))}: {superseded.get('why')}"]
                 if isinstance(superseded, dict) else [])
     released = entry.get("released")
     if isinstance(released, dict):
-        return "released", [f"released by {released.get('by')} at {released.get('at')}: "
+        held_why, held_facts = split_why(list(entry.get("held_why") or ()))
+        return "released", [f"released by {released.get('by')} at {_when(released.get('at'))}: "
                             f"{released.get('why')}",
-                            *(f"held because: {line}" for line in entry.get("held_why") or ()),
-                            *replaced]
+                            *(f"held because: {line}" for line in held_why),
+                            *(f"also: {fact}" for fact in held_facts), *replaced]
     if verdict == "held":
-        return "held", [*why, *replaced]
+        return "held", [*why, *noted, *replaced]
     if replaced:
-        return "superseded", [*replaced, f"then {verdict}", *why]
-    return verdict or "validated, not recorded in the ledger", why
+        return "superseded", [*replaced, f"then {verdict}", *why, *noted]
+    return verdict or "validated, not recorded in the ledger", [*why, *noted]
+
+
+def _when(at: Any) -> str:
+    """A recorded time as a person reads it: `2026-11-27 03:54 UTC`."""
+    text = str(at or "")
+    if len(text) >= 16 and text[10] == "T":
+        return f"{text[:10]} {text[11:16]} UTC"
+    return text or "an unrecorded time"
 
 
 NEEDS_WHO = ("held", "released", "superseded")  # the verdicts the list says who and why of
@@ -174,11 +192,40 @@ def batches_page(lake: Lake, datasets: dict[str, DatasetConfig], *, limit: int =
             f"<p class=muted>{_e(config.description)}</p>"
             f"<p>{_e(describe(trend))}</p>"
             + (f"<p>Quarantined by producer: {producers}</p>" if producers else "")
+            + (f"<p class=muted>{_e(UNKNOWN_PRODUCER_MEANS)}</p>"
+               if any(p == UNKNOWN_PRODUCER for p, _ in trend.producers) else "")
+            + _refusals_table(name, refusals(lake, name)[::-1][:limit])
             + (f"<img alt=\"quarantine rate of {_e(name)}\" "
                f"src=\"datasets/{quote(name)}/trend.png?since={quote(str(since))}\">" if entries else "")
             + table + "</section>"
         )
     return _document("Foodtaster batches", "<h1>Foodtaster: recent batches</h1>" + "".join(sections))
+
+
+def _refusals_table(dataset: str, refused: list[Refusal]) -> str:
+    """The dataset's refused runs, newest first: they judged nothing, so the ledger has none of
+    them. Each with its reason, its run and its alert."""
+    if not refused:
+        return ""
+    rows = "".join(
+        f"<tr class=refusal><td>{_e(_when(r.at))}</td><td>{_e(r.batch_id)}"
+        + (f"<span class=who>inbox date {_e(r.batch_date)}</span>" if r.batch_date else "")
+        + f"</td><td>{_e(r.task)}</td><td class=\"verdict held\">refused<span class=who>{_e(r.reason)}"
+        f"</span></td><td class=links>{_run_link(r.dag_id, r.run_id, '')}"
+        f" <a class=alert href=\"datasets/{quote(dataset)}/alerts/{quote(r.batch_id)}-refused.html\">"
+        "alert</a></td></tr>"
+        for r in refused)
+    return ("<h3>Refused runs</h3><p class=muted>A refused run judged nothing: no batch above is "
+            "its. Its reason says what to do instead.</p><table><thead><tr><th>when</th><th>batch"
+            "</th><th>task</th><th>why</th><th>links</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
+
+def _run_link(dag_id: str, run_id: str, up: str) -> str:
+    """A link to a run's page in the Airflow UI, opened in the whole window (`_top`), never in
+    the frame the page sits in inside Airflow. `up` leads from the page's folder to the root."""
+    run = f"dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+    return f"<a class=run target=_top href=\"{up}../{run}\">Airflow run {_e(run_id)}</a>"
 
 
 def _reason_cells(reasons: list[dict[str, Any]]) -> str:
@@ -201,12 +248,13 @@ def _batch(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str,
     config = _config(datasets, dataset)
     try:
         check_batch_id(batch_id)
-    except ValueError as err:
-        raise PageNotFound(str(err)) from err
+    except ValueError:
+        raise PageNotFound(f"{quoted(batch_id)} is not a batch id: YYYYMMDD as a daily run lands "
+                           "it, YYYYMMDDHH as an hourly one does") from None
     entry = next((e for e in batch_entries(lake, config.name) if e["batch_id"] == batch_id), None)
     summary_uri = lake.summary(config.name, batch_id)
     if entry is None and not exists(summary_uri):
-        raise PageNotFound(f"dataset {dataset!r} has no batch {batch_id!r} in its ledger or reports")
+        raise PageNotFound(f"dataset {dataset} has no batch {quoted(batch_id)} in its ledger or reports")
     return config, entry, read_json(summary_uri) if exists(summary_uri) else {}
 
 
@@ -259,9 +307,7 @@ def _links(lake: Lake, config: DatasetConfig, batch_id: str, record: dict[str, A
     in the plugin's frame), its Data Docs and its alerts (served from the lake beside this page)."""
     links = []
     if record.get("dag_id") and record.get("run_id"):
-        run = f"dags/{quote(str(record['dag_id']), safe='')}/runs/{quote(str(record['run_id']), safe='')}"
-        links.append(f"<a class=run target=_top href=\"../../../../{run}\">Airflow run "
-                     f"{_e(record['run_id'])}</a>")
+        links.append(_run_link(str(record["dag_id"]), str(record["run_id"]), "../../../"))
     else:
         links.append("<span class=muted>no Airflow run recorded (run outside the pipeline)</span>")
     if (summary.get("paths") or {}).get("data_docs"):
@@ -292,8 +338,8 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
     if reason is None and by_count:
         reason = by_count[0][0]
     if reason is not None and reason not in dict(by_count):
-        raise PageNotFound(f"batch {batch_id!r} has no quarantined message with reason {reason!r} "
-                           f"(its reasons: {[rule for rule, _ in by_count]})")
+        raise PageNotFound(f"batch {batch_id} has no quarantined message with reason {quoted(reason)} "
+                           f"(its reasons: {words(rule for rule, _ in by_count)})")
     reasons = "".join(
         f"<tr class=\"reason{' shown' if rule == reason else ''}\"><td class=n>{_e(count)}</td>"
         f"<td><a href=\"?reason={quote(rule)}#samples\">{_e(rule)}</a></td></tr>"
@@ -303,7 +349,7 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
         samples, source = _samples_of(lake, config.name, batch_id, summary, reason)
         pages = max(1, -(-len(samples) // SAMPLES_PER_PAGE))
         if not 1 <= page <= pages:
-            raise PageNotFound(f"reason {reason!r} of batch {batch_id!r} has {pages} page(s), not {page}")
+            raise PageNotFound(f"reason {reason} of batch {batch_id} has {pages} page(s), not {page}")
         first = (page - 1) * SAMPLES_PER_PAGE
         shown = samples[first:first + SAMPLES_PER_PAGE]
         pager = _pager(reason, page, pages, first + 1, first + len(shown), len(samples))
@@ -331,7 +377,7 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
         + f"<h2 id=samples>Quarantined messages{': ' + _e(reason) if reason else ''}</h2>"
         + samples_html
         + (f"<p class=muted>quarantine partition: <code>{_e(in_lake(lake, paths['quarantine']))}</code> "
-           f"(under the lake root {_e(lake.root)})</p>" if paths.get("quarantine") else "")
+           "(in the lake)</p>" if paths.get("quarantine") else "")
     )
     return _document(f"{config.name} {batch_id}", body)
 
@@ -343,64 +389,6 @@ def alert_kinds(lake: Lake, dataset: str, batch_id: str) -> list[str]:
     names = [path.rsplit("/", 1)[-1] for path in fs.glob(f"{folder}/{batch_id}-*.html")] \
         if fs.exists(folder) else []
     return sorted(name[len(prefix):-len(".html")] for name in names)
-
-
-MEDIA_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css", ".png": "image/png",
-               ".json": "application/json", ".js": "text/javascript", ".svg": "image/svg+xml",
-               ".ico": "image/x-icon"}
-ALERT_FILE = re.compile(r"[0-9A-Za-z_-]+\.(?:html|png)")
-
-
-def _read(uri: str, shown_as: str) -> tuple[bytes, str]:
-    fs, path = fsspec.core.url_to_fs(uri)
-    if not fs.isfile(path):
-        raise PageNotFound(f"{shown_as} is not in the lake")
-    suffix = "." + path.rsplit(".", 1)[-1] if "." in path.rsplit("/", 1)[-1] else ""
-    return fs.cat_file(path), MEDIA_TYPES.get(suffix, "application/octet-stream")
-
-
-def data_docs_file(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, batch_id: str,
-                   path: str) -> tuple[bytes, str]:
-    """A file of the batch's Data Docs (the gate's page, GX's pages, their styles), and its media
-    type. `path` is relative to the Data Docs folder and never leaves it."""
-    config, entry, summary = _batch(lake, datasets, dataset, batch_id)
-    clean = posixpath.normpath(path)
-    if path.startswith("/") or clean == "." or clean.startswith(".."):
-        raise PageNotFound(f"{path!r} is not a file of the batch's Data Docs")
-    docs = (summary.get("paths") or {}).get("data_docs")
-    folder = docs.rsplit("/", 1)[0] if docs else lake.report(config.name, batch_id) + "/data_docs"
-    content, media_type = _read(f"{folder}/{clean}", f"Data Docs {clean} of batch {batch_id}")
-    if clean == (docs.rsplit("/", 1)[-1] if docs else "gate.html"):  # the gate's own page
-        content = with_batch_verdict(content.decode("utf-8", errors="replace"),
-                                     {**summary, **(entry or {})}, config).encode()
-    return content, media_type
-
-
-def with_batch_verdict(page: str, record: dict[str, Any], config: DatasetConfig) -> str:
-    """The gate's page with the batch's own verdict beside the gate's (in the place the gate
-    left for it): the gate is one of the checks the verdict was decided from."""
-    start, end = page.find(BATCH_VERDICT_START), page.find(BATCH_VERDICT_END)
-    if start < 0 or end < start:
-        return page  # a page of an older gate: as it was written
-    verdict, why = shown_verdict(record)
-    gate = record.get("gate") or {}
-    shown = (f"<p class=\"batch-verdict {_e(verdict)}\"><b>the batch: {_e(verdict)}</b>"
-             f" (quarantine rate {_rate(record.get('quarantine_rate'))}, alert_rate "
-             f"{_rate(config.alert_rate)}, hold_rate {_rate(config.hold_rate)})"
-             + ("; the gate passed, the batch's other checks decided" if gate.get("passed", True)
-                and verdict == "held" else "") + "</p>"
-             + ("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in why) + "</ul>" if why else ""))
-    return page[:start] + shown + page[end + len(BATCH_VERDICT_END):]
-
-
-def alert_file(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str,
-               name: str) -> tuple[bytes, str]:
-    """An alert written for one of the dataset's batches (`<batch_id>-<kind>.html`, its chart
-    `<batch_id>-<kind>-trend.png`), and its media type."""
-    config = _config(datasets, dataset)
-    if not ALERT_FILE.fullmatch(name):
-        raise PageNotFound(f"{name!r} is not the name of an alert file")
-    return _read(lake.state("alerts", config.name, name), f"alert {name} of {dataset}")
 
 
 def trend_png(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, *,

@@ -28,7 +28,14 @@ if TYPE_CHECKING:
 
 LAST_BATCHES = 5
 UNKNOWN_PRODUCER = "(unknown)"  # the producer field was absent, null or could not be parsed
+UNKNOWN_PRODUCER_MEANS = ("(unknown): messages whose producer could not be read: not JSON, not "
+                          "an object, or without a producer field")
 PRODUCER_COLUMN = "producer"
+
+
+def producer_label(name: str) -> str:
+    """A producer as a table names it: `(unknown)` says why it is unknown."""
+    return f"{UNKNOWN_PRODUCER} no readable producer field" if name == UNKNOWN_PRODUCER else name
 
 
 @dataclass(frozen=True)

@@ -285,6 +285,69 @@ def test_a_real_held_batchs_page_links_its_run_its_data_docs_and_its_alert(stand
         browser.screenshot(SCREENSHOTS / "held_batch_alert_run_link.png")
 
 
+def test_every_link_opens_in_the_whole_window_from_inside_airflow(standalone, held_run, browser_tools,
+                                                                  tmp_path):
+    """Browse -> Foodtaster batches, as a person clicks through it: the pages move inside the
+    plugin's frame (the window's address following), and the run links of the batch page and of
+    its alert open the run in the whole window, never the UI nested in the frame
+    (docs/decisions/018-the-batches-page-as-a-react-app-plugin.md)."""
+    af, log = standalone
+    run_page = f"{af.base_url}/dags/{HELD_DAG}/runs/{quote(held_run['dag_run_id'], safe='')}"
+
+    def framed(browser: Browser) -> str:
+        """Into the plugin's frame, once its page is there; returns the frame element."""
+        browser.frame(None)
+        frame = _wait(lambda: browser.find_all("iframe"), "the plugin's frame", log, browser=browser)[0]
+        browser.frame(frame)
+        _wait(lambda: browser.script("return document.readyState === 'complete' && location.href"
+                                     " !== 'about:blank'"), "the framed page", log, browser=browser)
+        return frame
+
+    def clicked(browser: Browser, css: str, what: str) -> None:
+        link = _wait(lambda: browser.find_all(css), what, log, browser=browser)[0]
+        browser.click(link)
+
+    def in_whole_window(browser: Browser, url: str, what: str) -> None:
+        browser.frame(None)
+        _wait(lambda: browser.current_url == url, f"{what} in the whole window", log, timeout=60,
+              browser=browser)
+        _wait(lambda: held_run["dag_run_id"] in browser.text(browser.find("body")), f"{what}: the run",
+              log, timeout=60, browser=browser)
+        nested = browser.script("return [...document.querySelectorAll('iframe')].map(f => f.src)")
+        assert not nested, f"{what}: a frame in the run's page: {nested}"
+
+    with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
+        browser.go(f"{af.base_url}/plugin/foodtaster")
+        _log_in(browser, log)
+        frame = framed(browser)
+        browser.frame(None)
+        sandbox = browser.script("return arguments[0].getAttribute('sandbox')", {ELEMENT: frame})
+        assert "allow-top-navigation-by-user-activation" in sandbox.split(), sandbox
+        browser.frame(frame)
+        # a batch id: the drill-down, in the frame, the window's address following it
+        clicked(browser, f'a[href="datasets/{HELD}/batches/{HELD_ID}"]', "the held batch's link")
+        browser.frame(None)
+        _wait(lambda: browser.current_url.endswith(f"/plugin/foodtaster/foodtaster/datasets/{HELD}/batches/"
+                                                   f"{HELD_ID}"), "the address following the frame", log,
+              browser=browser)
+        browser.screenshot(SCREENSHOTS / "in_ui_held_batch.png")
+        framed(browser)
+        clicked(browser, "p.links a.run", "the batch page's run link")
+        in_whole_window(browser, run_page, "the batch page's run link")
+        browser.screenshot(SCREENSHOTS / "in_ui_run_link.png")
+
+        # the alert, opened from the batch page inside Airflow: its run link too
+        browser.back()
+        framed(browser)
+        clicked(browser, "p.links a.alert", "the batch page's alert link")
+        _wait(lambda: f"{HELD} batch {HELD_ID}" in browser.text(browser.find("body")), "the alert", log,
+              browser=browser)
+        browser.screenshot(SCREENSHOTS / "in_ui_alert.png")
+        clicked(browser, f'a[href="{run_page}"]', "the alert's run link")
+        in_whole_window(browser, run_page, "the alert's run link")
+        browser.screenshot(SCREENSHOTS / "in_ui_alert_run_link.png")
+
+
 def test_the_validate_log_shows_the_jobs_lines_first_and_readable(standalone, held_run, browser_tools,
                                                                  tmp_path):
     """The validate task's log as the API serves it to the UI: the job's lines (its events, its

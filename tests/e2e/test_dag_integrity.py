@@ -161,9 +161,9 @@ def test_orders_dag_has_the_pipeline_tasks_in_order(bag):
 def test_orders_dag_runs_on_data_intervals_with_params_and_an_asset(bag):
     dag = bag["dags"]["foodtaster_orders"]
     assert dag["timetable"] == "CronDataIntervalTimetable"
-    # its Backfill tab shows every param of the DAG: a batch id there would reprocess one
-    # batch for every date of the range, so reprocessing is the reprocess DAG's
-    assert dag["params"] == ["batch_date"]
+    # its Backfill tab shows every param of the DAG and passes none on: it has none (an inbox
+    # date is the run's logical date; reprocessing is the reprocess DAG's)
+    assert dag["params"] == []
     assert dag["outlets"] == ["foodtaster://valid/orders"]
     # one name a person can find: the Assets view's search matches the name
     assert dag["outlet_names"] == ["foodtaster://valid/orders"]

@@ -336,7 +336,7 @@ def test_the_email_carries_the_trend_chart_inline_the_next_commands_and_the_run_
         assert "checkout-svc" not in body  # sent none of this batch's, only earlier ones
         for command in commands:
             assert quoted(command) in body, command
-    assert RUN_URL in text and f'<a href="{RUN_URL}">' in page.replace("&amp;", "&")
+    assert RUN_URL in text and f'<a target="_top" href="{RUN_URL}">' in page.replace("&amp;", "&")
     # Slack: the numbers and the link, no image
     with WebhookSink() as hook:
         send_slack(alert, f"{hook.url}/services/T0/B0/X")

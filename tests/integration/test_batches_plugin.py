@@ -51,11 +51,17 @@ def client(tmp_path, monkeypatch):
 
 
 def test_the_plugin_registers_its_app_and_a_browse_view(client):
-    _, plugin = client
+    http, plugin = client
     [app] = plugin.FoodtasterPlugin.fastapi_apps
-    [view] = plugin.FoodtasterPlugin.external_views
+    [view] = plugin.FoodtasterPlugin.react_apps  # a frame of its own (docs/decisions/018)
+    assert not plugin.FoodtasterPlugin.external_views
     assert app["url_prefix"] == "/foodtaster" and app["app"] is plugin.app
-    assert (view["href"], view["url_route"], view["category"]) == ("/foodtaster/", "foodtaster", "browse")
+    assert (view["bundle_url"], view["url_route"], view["category"], view["destination"]) == (
+        "/foodtaster/ui/batches-view.js", "foodtaster", "browse", "nav")
+    bundle = http.get("/ui/batches-view.js")
+    assert bundle.status_code == 200 and bundle.headers["content-type"].startswith("text/javascript")
+    assert "allow-top-navigation-by-user-activation" in bundle.text
+    assert "globalThis.AirflowPlugin = FoodtasterBatches" in bundle.text
 
 
 def test_pages_chart_and_errors(client):
@@ -67,15 +73,20 @@ def test_pages_chart_and_errors(client):
     batch = http.get("/datasets/orders/batches/20261105")
     assert batch.status_code == 200
     assert '<td class=n>3</td><td><a href="?reason=json.invalid#samples">json.invalid</a></td>' in batch.text
-    assert http.get("/datasets/orders/batches/20261105", params={"page": 0}).status_code == 422
+    # a bad parameter: a sentence on a page, the value quoted short, no JSON
+    bad_page = http.get("/datasets/orders/batches/20261105", params={"page": "x" * 20_000})
+    assert bad_page.status_code == 400 and bad_page.headers["content-type"].startswith("text/html")
+    assert "page: " in bad_page.text and "(20000 characters)" in bad_page.text and len(bad_page.text) < 4000
+    assert '{"detail"' not in bad_page.text
     chart = http.get("/datasets/orders/trend.png", params={"since": "2026-11-01"})
     assert chart.status_code == 200 and chart.headers["content-type"] == "image/png"
     assert chart.content.startswith(b"\x89PNG")
     missing = http.get("/datasets/orders/batches/20261199")
-    assert missing.status_code == 404 and "has no batch '20261199'" in missing.json()["detail"]
+    assert missing.status_code == 404 and missing.headers["content-type"].startswith("text/html")
+    assert "has no batch &quot;20261199&quot; in its ledger" in missing.text
     assert http.get("/datasets/payments/trend.png").status_code == 404
     bad = http.get("/datasets/orders/trend.png", params={"since": "2026-11-31"})
-    assert bad.status_code == 400 and "not a calendar day" in bad.json()["detail"]
+    assert bad.status_code == 400 and "not a calendar day" in bad.text
 
 
 def test_the_lake_pages_are_served_sandboxed(client, tmp_path):

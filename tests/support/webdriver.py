@@ -65,6 +65,9 @@ class Browser:
     def go(self, url: str) -> None:
         self._call("POST", "/url", {"url": url})
 
+    def back(self) -> None:
+        self._call("POST", "/back")
+
     def find(self, css: str) -> str:
         return self._call("POST", "/element", {"using": "css selector", "value": css})[ELEMENT]
 

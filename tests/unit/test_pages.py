@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from test_trend import CONFIG, entry
 
-from foodtaster.ops import pages
+from foodtaster.ops import lake_files, pages
 from foodtaster.state.lake import Lake, write_json, write_text
 from foodtaster.state.ledger import record_batch
 
@@ -69,8 +69,8 @@ def test_a_batch_without_summary_still_shows_its_ledger_record(lake):
 
 @pytest.mark.parametrize("dataset, batch_id, message", [
     ("payments", "20261101", "not in the registry"),
-    ("orders", "20261199", "has no batch '20261199'"),
-    ("orders", "../etc", "must match"),
+    ("orders", "20261199", 'has no batch "20261199"'),
+    ("orders", "../etc", '"../etc" is not a batch id'),
 ])
 def test_an_unknown_dataset_or_batch_is_not_found_with_what_is_wrong(lake, dataset, batch_id, message):
     with pytest.raises(pages.PageNotFound, match=message):
@@ -102,7 +102,7 @@ def test_the_drill_down_names_both_rates_sorts_reasons_by_count_and_shows_paths_
     assert "<li>new quarantine rate 28.80% &gt;= hold_rate 20.00%</li>" in html  # not a Python list
     assert "raw/orders/batch_date=2026-11-03/batch_id=20261103/part-0.jsonl:4" in html
     assert "<code>quarantine/orders/batch_date=2026-11-03/batch_id=20261103</code>" in html
-    assert "file:" not in html and html.count(root) == 1  # the root, named once
+    assert "file:" not in html and root not in html  # no machine path: lake paths are relative
 
 
 def test_paths_outside_the_lake_stay_as_written(lake):
@@ -125,15 +125,15 @@ def test_held_released_and_superseded_are_verdicts_of_their_own_with_who_and_why
     assert ('<td class="verdict held">held<span class=who>quarantine rate 30.00% &gt;= hold_rate '
             '20.00%</span></td>') in html
     assert ('<td class="verdict released">released<span class=who>released by alice at '
-            '2026-11-05T10:00:00+00:00: a &lt;test&gt; feed</span><span class=who>held because: '
+            '2026-11-05 10:00 UTC: a &lt;test&gt; feed</span><span class=who>held because: '
             'quarantine rate 30.00% &gt;= hold_rate 20.00%</span></td>') in html
     assert ('<td class="verdict superseded">superseded<span class=who>a corrected delivery replaced 2 '
-            'file(s), by bob at 2026-11-06T09:00:00+00:00: resent without the test orders</span>'
+            'file(s), by bob at 2026-11-06 09:00 UTC: resent without the test orders</span>'
             '<span class=who>then published</span></td>') in html
     assert '<td class="verdict published">published</td>' in html  # a good day says nothing more
     drill = pages.batch_page(lake, DATASETS, "orders", "20261104")
     assert 'class="verdict released">released<' in drill
-    assert "<li>released by alice at 2026-11-05T10:00:00+00:00: a &lt;test&gt; feed</li>" in drill
+    assert "<li>released by alice at 2026-11-05 10:00 UTC: a &lt;test&gt; feed</li>" in drill
 
 
 REASON = pa.struct([("layer", pa.string()), ("rule", pa.string()), ("column", pa.string()),
@@ -192,7 +192,7 @@ def test_the_drill_down_pages_through_each_reasons_messages_most_messages_first(
     assert "… 1031 more characters" in other  # a long message is cut, saying by how much
     with pytest.raises(pages.PageNotFound, match="has 2 page"):
         pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="json.invalid", page=3)
-    with pytest.raises(pages.PageNotFound, match="no quarantined message with reason 'nope'"):
+    with pytest.raises(pages.PageNotFound, match='no quarantined message with reason "nope"'):
         pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="nope")
 
 
@@ -202,15 +202,15 @@ def test_the_drill_down_links_the_airflow_run_the_data_docs_and_the_alert(drille
             'scheduled__2026-11-06T00%3A00%3A00%2B00%3A00">') in html
     assert '<a class=docs href="20261106/data-docs/gate.html">' in html
     assert '<a class=alert href="../alerts/20261106-batch.html">the batch alert</a>' in html
-    assert pages.data_docs_file(drilled, DATASETS, "orders", "20261106", "gate.html") == (
+    assert lake_files.data_docs_file(drilled, DATASETS, "orders", "20261106", "gate.html") == (
         b"<p>the gate</p>", "text/html; charset=utf-8")
-    assert pages.alert_file(drilled, DATASETS, "orders", "20261106-batch.html")[0] == b"<p>the alert</p>"
+    assert lake_files.alert_file(drilled, DATASETS, "orders", "20261106-batch.html")[0] == b"<p>the alert</p>"
     for outside in ("../summary.json", "/etc/passwd", "", "a/../../summary.json"):
         with pytest.raises(pages.PageNotFound):
-            pages.data_docs_file(drilled, DATASETS, "orders", "20261106", outside)
+            lake_files.data_docs_file(drilled, DATASETS, "orders", "20261106", outside)
     for name in ("../ledger.json", "20261106-batch.json", "x/y.html"):
         with pytest.raises(pages.PageNotFound):
-            pages.alert_file(drilled, DATASETS, "orders", name)
+            lake_files.alert_file(drilled, DATASETS, "orders", name)
     bare = pages.batch_page(drilled, DATASETS, "orders", "20261101")
     assert "no Airflow run recorded" in bare and "data-docs" not in bare and "class=alert" not in bare
 
@@ -229,7 +229,7 @@ def test_the_gates_page_shows_observed_values_as_text_and_the_batchs_verdict_bes
     assert "The gate is one of the checks of the batch&#x27;s verdict" in written  # until served
     docs = f"{drilled.report('orders', '20261106')}/data_docs"
     write_text(f"{docs}/gate.html", written)
-    served = pages.data_docs_file(drilled, DATASETS, "orders", "20261106", "gate.html")[0].decode()
+    served = lake_files.data_docs_file(drilled, DATASETS, "orders", "20261106", "gate.html")[0].decode()
     assert '<p class="verdict">batch gate: passed</p>' in served
     assert ('<p class="batch-verdict held"><b>the batch: held</b> (quarantine rate 23.00%, alert_rate '
             "2.00%, hold_rate 20.00%); the gate passed, the batch's other checks decided</p>") in served

@@ -4,13 +4,14 @@ form is checked before Spark starts, and the report reads by rule."""
 from __future__ import annotations
 
 import argparse
+from types import SimpleNamespace
 
 import pytest
 
+from foodtaster.errors import UsageError
 from foodtaster.ops.redrive import add_arguments, describe
-from foodtaster_airflow.redrive_steps import plan_redrive
+from foodtaster_airflow.redrive_steps import plan_redrive, triggering_user
 from foodtaster_airflow.spark_submit import redrive_arguments
-from foodtaster_airflow.steps import PipelineError
 
 
 def _parse(argv):
@@ -48,12 +49,28 @@ def test_the_form_is_checked_before_spark_starts(monkeypatch, tmp_path):
     assert plan["date_to"] == "2026-11-21" and plan["rule"] is None
     assert plan["redrive"] and not plan["release"]
     assert plan_redrive("orders", {"release_batch": "20261121", "why": "checked"}, "r")["redrive"] is False
-    with pytest.raises(PipelineError, match="From batch date"):
+    with pytest.raises(UsageError, match="From batch date"):
         plan_redrive("orders", {}, "r")
-    with pytest.raises(PipelineError, match="needs Why"):
+    with pytest.raises(UsageError, match="needs Why"):
         plan_redrive("orders", {"release_batch": "20261121"}, "r")
-    with pytest.raises(PipelineError, match="after To"):
+    with pytest.raises(UsageError, match="after To"):
         plan_redrive("orders", {"date_from": "2026-11-22", "date_to": "2026-11-21"}, "r")
+    with pytest.raises(UsageError, match=r'From batch date "yesterday" is not a date'):
+        plan_redrive("orders", {"date_from": "yesterday"}, "r")
+    with pytest.raises(UsageError, match=r'is not a batch id') as raised:
+        plan_redrive("orders", {"release_batch": "x" * 20_000, "why": "w"}, "r")
+    assert len(str(raised.value)) < 200  # a huge value is quoted back short
+
+
+def test_a_release_names_the_person_who_triggered_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("FOODTASTER_LAKE", str(tmp_path))
+    run = SimpleNamespace(triggering_user_name="alice")
+    by = triggering_user({"dag_run": run, "run_id": "manual__2026-11-27T03:54:01"})
+    assert by == "alice"
+    planned = plan_redrive("orders", {"release_batch": "20261121", "why": "ok"}, "manual__x", by=by)
+    assert planned["by"] == "alice"
+    assert triggering_user({"dag_run": SimpleNamespace(triggering_user_name="dag_test")}).endswith(
+        " (airflow dags test)")
 
 
 def test_the_report_reads_by_rule_and_batch():

@@ -1,0 +1,45 @@
+"""Runs that refused their batch (`foodtaster.errors.refusal`), kept so a person finds them.
+
+A refused run records nothing in the ledger (it judged nothing); this append-only log under
+`_state/refusals/<dataset>/` (`foodtaster.state.events`) keeps each refusal: which batch, the
+task, the reason with what to do instead, the run, when. The batches page lists them beside
+the ledger's batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from foodtaster.state.events import EventLog
+from foodtaster.state.lake import Lake
+
+KIND = "refusals"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    batch_id: str
+    batch_date: str | None  # the inbox date, when the refused run named one
+    task: str
+    reason: str  # why, and what to do instead
+    dag_id: str
+    run_id: str
+    at: str = ""  # when it was recorded (UTC, ISO), set by the log
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> Refusal:
+        return cls(batch_id=str(event["batch_id"]), batch_date=event.get("batch_date"),
+                   task=str(event["task"]), reason=str(event["reason"]), dag_id=str(event["dag_id"]),
+                   run_id=str(event["run_id"]), at=str(event.get("at") or ""))
+
+
+def record_refusal(lake: Lake, dataset: str, refusal: Refusal) -> str:
+    """Append the refusal; returns its event name."""
+    event = {key: value for key, value in asdict(refusal).items() if key != "at"}
+    return EventLog(lake, KIND, dataset).append(event)
+
+
+def refusals(lake: Lake, dataset: str) -> list[Refusal]:
+    """Every refusal of the dataset, oldest first."""
+    return [Refusal.from_event(event) for event in EventLog(lake, KIND, dataset).events()]

@@ -1,0 +1,189 @@
+"""OpenLineage from the validate and publish tasks, through Airflow's OpenLineage provider.
+
+When a transport is configured (`[openlineage] transport`, e.g. Marquez's HTTP API; README,
+"Lineage"), the provider asks each finished task for its lineage. These two tasks answer
+(`get_openlineage_facets_on_complete`) with the batch as judged, from its summary in the lake:
+
+- input: the raw batch (`raw/<dataset>`), its `dataQualityMetrics` (messages);
+- outputs: `valid/<dataset>` and `quarantine/<dataset>`, each with
+  `dataQualityMetrics` (its rows of the batch), `dataQualityAssertions` (every rule that
+  quarantined messages, failed, at its column path; each expectation of the batch gate, passed
+  or not; the batch's quarantine rate against alert_rate and hold_rate) and `foodtaster_batch`
+  (the verdict, the counts and the quarantine rate, a facet of our own).
+
+The publish task names `valid/<dataset>` alone, as published (or not) by this run. Without a
+transport the provider asks nothing and nothing here runs.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import TYPE_CHECKING, Any, cast
+
+from airflow.providers.common.compat.sdk import task_decorator_factory
+from airflow.providers.standard.decorators.python import _PythonDecoratedOperator
+
+from foodtaster.registry import get_dataset
+from foodtaster.state.lake import Lake, exists, read_json
+from foodtaster_airflow.spark_submit import ValidateBatchOperator
+
+if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors.base import OperatorLineage
+
+FACET_SCHEMA = "urn:foodtaster:facet:foodtaster_batch:1"  # a facet of our own (README, "Lineage")
+LAYER_RULES = re.compile(r"^(line|file|json|registry|crash|group|retry)\.")  # rules of no column
+
+
+@cache
+def batch_facet_class() -> type:
+    """`foodtaster_batch`: the batch this run judged and its verdict, on both outputs (made when
+    lineage is first asked for: parsing a DAG imports no OpenLineage client)."""
+    import attr
+    from openlineage.client.generated.base import DatasetFacet
+
+    @attr.define
+    class FoodtasterBatchDatasetFacet(DatasetFacet):
+        batchId: str  # noqa: N815
+        batchDate: str  # noqa: N815
+        verdict: str  # published | held | staged
+        messages: int
+        valid: int
+        quarantined: int
+        duplicatesDropped: int  # noqa: N815
+        quarantineRate: float  # noqa: N815
+        why: list[str] = attr.field(factory=list)
+
+        @staticmethod
+        def _get_schema() -> str:
+            return FACET_SCHEMA
+
+    return FoodtasterBatchDatasetFacet
+
+
+def namespace_and_root(lake_root: str) -> tuple[str, str]:
+    """OpenLineage's namespace and the path prefix of the lake's datasets: `file:///srv/lake` is
+    (`file`, `/srv/lake`), `s3a://bucket/lake` is (`s3://bucket`, `lake`)."""
+    scheme, sep, rest = lake_root.partition("://")
+    if not sep:
+        return "file", lake_root.rstrip("/") or "/"
+    if scheme == "file":
+        return "file", "/" + rest.lstrip("/").rstrip("/")
+    bucket, _, path = rest.partition("/")
+    return f"{'s3' if scheme in ('s3a', 's3n') else scheme}://{bucket}", path.rstrip("/")
+
+
+def _column(rule: str) -> str | None:
+    """The column path a rule id names (`data.lines[].qty.greater_than_or_equal_to(1)` ->
+    `data.lines[].qty`), None for a rule of the bytes, parse or registry layers."""
+    if LAYER_RULES.match(rule) or "." not in rule.split("(", 1)[0]:
+        return None
+    return rule.split("(", 1)[0].rsplit(".", 1)[0]
+
+
+def assertions(summary: dict[str, Any], alert_rate: float, hold_rate: float) -> list[Any]:
+    """Every check of the batch as an OpenLineage assertion."""
+    from openlineage.client.facet_v2 import data_quality_assertions_dataset
+
+    assertion = data_quality_assertions_dataset.Assertion
+    found = [assertion(assertion=rule, success=False, column=_column(rule), severity="quarantine",
+                       actual=f"{count} messages") for rule, count in (summary.get("reasons") or {}).items()]
+    for result in (summary.get("gate") or {}).get("results") or ():
+        found.append(assertion(assertion=str(result.get("expectation")), success=bool(result.get("success")),
+                               column=result.get("column"), severity="error",
+                               actual=None if result.get("observed") is None else str(result["observed"])))
+    rate = float(summary.get("quarantine_rate") or 0.0)
+    for name, threshold, severity in (("alert_rate", alert_rate, "warn"), ("hold_rate", hold_rate, "error")):
+        found.append(assertion(assertion=f"quarantine_rate_below_{name}", success=rate < threshold,
+                               severity=severity, expected=f"< {threshold}", actual=f"{rate:.6f}"))
+    return found
+
+
+def batch_lineage(dataset: str, summary: dict[str, Any], lake_root: str, *, published: bool | None = None,
+                  zones: tuple[str, ...] = ("valid", "quarantine")) -> OperatorLineage:
+    """The batch's lineage: the raw batch in, `zones` out, with the facets above."""
+    from airflow.providers.openlineage.extractors.base import OperatorLineage
+    from openlineage.client.event_v2 import InputDataset, OutputDataset
+    from openlineage.client.facet_v2 import (
+        data_quality_assertions_dataset,
+        data_quality_metrics_dataset,
+        data_quality_metrics_input_dataset,
+    )
+
+    config = get_dataset(dataset)
+    namespace, root = namespace_and_root(lake_root)
+    verdict = summary.get("verdict") or {}
+    shown = ("published" if (summary.get("published") if published is None else published)
+             else "held" if not verdict.get("publish", True) else "staged")
+    batch = batch_facet_class()(
+        batchId=str(summary["batch_id"]), batchDate=str(summary["batch_date"]), verdict=shown,
+        messages=int(summary["messages"]), valid=int(summary["valid"]),
+        quarantined=int(summary["quarantined"]),
+        duplicatesDropped=int(summary.get("duplicates_dropped") or 0),
+        quarantineRate=float(summary["quarantine_rate"]), why=list(verdict.get("why") or ()))
+    assertions_facet = data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
+        assertions=assertions(summary, config.alert_rate, config.hold_rate))
+    rows = {"valid": batch.valid, "quarantine": batch.quarantined}
+    outputs = [OutputDataset(namespace=namespace, name=f"{root}/{zone}/{dataset}", facets={
+        "dataQualityMetrics": data_quality_metrics_dataset.DataQualityMetricsDatasetFacet(
+            columnMetrics={}, rowCount=rows[zone]),
+        # the spec types it an input facet; the checks are the outputs' too, so they carry it
+        "dataQualityAssertions": cast(Any, assertions_facet),
+        "foodtaster_batch": batch}) for zone in zones]
+    raw = InputDataset(namespace=namespace, name=f"{root}/raw/{dataset}", inputFacets={
+        "dataQualityMetrics": data_quality_metrics_input_dataset.DataQualityMetricsInputDatasetFacet(
+            columnMetrics={}, rowCount=batch.messages),
+        "dataQualityAssertions": assertions_facet})
+    return OperatorLineage(inputs=[raw], outputs=outputs)
+
+
+def _landed_summary(task_instance: Any, dataset: str) -> tuple[dict[str, Any], str] | None:
+    """The summary of the batch the run landed, and the lake's root; None when there is none."""
+    landed = task_instance.xcom_pull(task_ids="land")
+    if not landed or landed.get("empty"):
+        return None
+    uri = Lake(landed["lake"]).summary(dataset, landed["batch_id"])
+    return (read_json(uri), landed["lake"]) if exists(uri) else None
+
+
+# The provider asks for lineage in a process it forks after the task: that process has no channel
+# to Airflow's API of its own, so the batch is read while the task runs and kept on the operator.
+
+
+class ValidateWithLineage(ValidateBatchOperator):
+    """The validate task, answering the OpenLineage provider with the batch it judged."""
+
+    judged: tuple[dict[str, Any], str] | None = None
+
+    def execute(self, context: Any) -> dict[str, Any] | None:
+        done = super().execute(context)
+        self.judged = _landed_summary(context["ti"], self.dataset)
+        return done
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage | None:
+        return batch_lineage(self.dataset, *self.judged) if self.judged else None
+
+
+class PublishWithLineage(_PythonDecoratedOperator):
+    """The publish task (a `@task`), answering with the valid rows it made visible."""
+
+    custom_operator_name = "@task"
+    judged: tuple[str, dict[str, Any], str] | None = None
+
+    def execute(self, context: Any) -> Any:
+        done = super().execute(context)
+        dataset = str((context["ti"].xcom_pull(task_ids="land") or {}).get("dataset") or "")
+        found = _landed_summary(context["ti"], dataset) if dataset else None
+        self.judged = (dataset, *found) if found else None
+        return done
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage | None:
+        if not self.judged:
+            return None
+        dataset, summary, lake_root = self.judged
+        return batch_lineage(dataset, summary, lake_root, published=True, zones=("valid",))
+
+
+def publish_task(**kwargs: Any) -> Any:
+    """`@task(...)` whose operator is PublishWithLineage."""
+    return task_decorator_factory(decorated_operator_class=PublishWithLineage, **kwargs)

@@ -1,0 +1,48 @@
+"""The OpenLineage facets a judged batch is sent with (foodtaster_airflow.lineage), serialized as
+the provider's client sends them."""
+
+from __future__ import annotations
+
+import json
+
+from openlineage.client.serde import Serde
+
+from foodtaster_airflow.lineage import _column, batch_lineage, namespace_and_root
+
+
+def test_the_lake_names_the_namespace_and_a_rule_its_column_path():
+    assert namespace_and_root("/srv/lake") == ("file", "/srv/lake")
+    assert namespace_and_root("file:///srv/lake/") == ("file", "/srv/lake")
+    assert namespace_and_root("s3a://bucket/lake") == ("s3://bucket", "lake")
+    assert _column("amount.greater_than_or_equal_to(0)") == "amount"
+    assert _column("data.lines[].qty.greater_than_or_equal_to(1)") == "data.lines[].qty"
+    assert _column("json.invalid") is None and _column("registry.listed") is None
+
+
+def test_the_outputs_carry_metrics_assertions_and_the_verdict():
+    summary = {"batch_id": "20261121", "batch_date": "2026-11-21", "messages": 500, "valid": 350,
+               "quarantined": 146, "duplicates_dropped": 4, "quarantine_rate": 0.292,
+               "reasons": {"currency.isin": 60, "json.invalid": 40},
+               "gate": {"passed": True, "results": [{
+                   "expectation": "expect_column_values_to_not_be_null", "column": "order_id",
+                   "success": True, "observed": None}]},
+               "verdict": {"publish": False, "why": ["quarantine rate 29.20% >= hold_rate 20.00%"]}}
+    lineage = batch_lineage("orders", summary, "/srv/lake")
+    events = [json.loads(Serde.to_json(dataset)) for dataset in lineage.outputs]
+    by_zone = {dataset["name"]: dataset["facets"] for dataset in events}
+    assert set(by_zone) == {"/srv/lake/valid/orders", "/srv/lake/quarantine/orders"}
+    quarantine = by_zone["/srv/lake/quarantine/orders"]
+    assert quarantine["dataQualityMetrics"]["rowCount"] == 146
+    assert by_zone["/srv/lake/valid/orders"]["dataQualityMetrics"]["rowCount"] == 350
+    checks = {a["assertion"]: a for a in quarantine["dataQualityAssertions"]["assertions"]}
+    assert {key: checks["currency.isin"].get(key) for key in ("success", "column", "severity", "actual")} == {
+        "success": False, "column": "currency", "severity": "quarantine", "actual": "60 messages"}
+    assert checks["expect_column_values_to_not_be_null"]["success"] is True
+    assert checks["quarantine_rate_below_hold_rate"]["success"] is False
+    batch = quarantine["foodtaster_batch"]
+    assert (batch["verdict"], batch["quarantineRate"], batch["why"]) == (
+        "held", 0.292, ["quarantine rate 29.20% >= hold_rate 20.00%"])
+    assert batch["_schemaURL"].startswith("urn:foodtaster:")
+    (raw,) = [json.loads(Serde.to_json(dataset)) for dataset in lineage.inputs]
+    assert raw["name"] == "/srv/lake/raw/orders"
+    assert raw["inputFacets"]["dataQualityMetrics"]["rowCount"] == 500
