@@ -5,7 +5,7 @@
 // sandbox lets a person's click open a page in the whole window: an external view's frame
 // (Airflow's "allow-scripts allow-same-origin allow-forms allow-downloads") refuses every top
 // navigation, so the links to Airflow's own pages did nothing
-// (docs/decisions/018-the-batches-page-as-a-react-app-plugin.md).
+// (docs/decisions/019-the-batches-page-as-a-react-app-plugin.md).
 //
 // - A link marked target=_top (the run links of the pages and the alerts) opens in the whole
 //   window: the frame allows top navigation on a click.

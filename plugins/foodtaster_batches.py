@@ -5,7 +5,7 @@ Docs and its alerts.
 An Airflow 3 plugin: a FastAPI app served by the api-server under /foodtaster/, shown in the
 UI's Browse menu by a React app plugin (`foodtaster_batches.js`), which frames the pages in a
 sandbox that lets a click open Airflow's own pages in the whole window; an external view's
-frame forbids that (docs/decisions/018-the-batches-page-as-a-react-app-plugin.md). The pages
+frame forbids that (docs/decisions/019-the-batches-page-as-a-react-app-plugin.md). The pages
 are rendered by foodtaster.ops.pages from the lake; only a logged-in Airflow user sees them
 (the same session cookie or token as the UI's own API). An error is answered as a sentence on
 a page, never as JSON, and never echoes a long value back.

@@ -290,7 +290,7 @@ def test_every_link_opens_in_the_whole_window_from_inside_airflow(standalone, he
     """Browse -> Foodtaster batches, as a person clicks through it: the pages move inside the
     plugin's frame (the window's address following), and the run links of the batch page and of
     its alert open the run in the whole window, never the UI nested in the frame
-    (docs/decisions/018-the-batches-page-as-a-react-app-plugin.md)."""
+    (docs/decisions/019-the-batches-page-as-a-react-app-plugin.md)."""
     af, log = standalone
     run_page = f"{af.base_url}/dags/{HELD_DAG}/runs/{quote(held_run['dag_run_id'], safe='')}"
 
