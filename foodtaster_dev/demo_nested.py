@@ -1,8 +1,12 @@
-"""`make demo`'s nested dataset: order events in a CloudEvents envelope (`contracts/order_events.py`).
+"""`make demo`'s nested datasets: order events in a CloudEvents envelope (`contracts/order_events.py`,
+a pandera model) and a payment provider's charge webhooks (`contracts/payment_events.schema.json`,
+the provider's JSON Schema).
 
-One generated day of `order_events` with every nested kind of poison goes through its DAG; the
-demo prints the verdict, one quarantined message with the reasons naming the failing elements
-(`data.lines[2].qty`), and the nested columns of the valid rows as a consumer reads them.
+One generated day of each, with every nested kind of poison, goes through its DAG; the demo
+prints the verdict, one quarantined message with the reasons naming the failing elements
+(`data.lines[2].qty`) or the JSON Schema keyword and path that failed
+(`data.object.refunds.data[].amount.exclusiveMinimum(0)`), and the nested columns of the valid
+rows as a consumer reads them.
 """
 
 from __future__ import annotations
@@ -10,55 +14,69 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from foodtaster.lake_paths import relative_to_lake
 from foodtaster.sources.raw_batch import batch_id_for
 from foodtaster.state.lake import Lake, exists
 from foodtaster_dev.localenv import LocalAirflow
 
 DATASET = "order_events"
-DAG_ID = f"foodtaster_{DATASET}"
+SCHEMA_DATASET = "payment_events"
 DATE = "2026-11-20"
 MESSAGES = 400
 
 
 def nested_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
-    """Run the nested dataset's DAG on a generated day and print what happened; 1 if the run failed."""
+    """Run the nested datasets' DAGs on a generated day and print what happened; 1 if a run failed."""
     from foodtaster_dev.sample_events import generate_events
+    from foodtaster_dev.sample_payments import generate_payments
 
-    inbox = lake.inbox(DATASET, DATE)
-    batch = generate_events(inbox, messages=MESSAGES, batch_date=DATE, poison_rate=0.1, seed=20)
-    log = logs / f"{DAG_ID}-{DATE}.log"
+    events = generate_events(lake.inbox(DATASET, DATE), messages=MESSAGES, batch_date=DATE,
+                             poison_rate=0.1, seed=20)
+    failed = _run(af, lake, logs, DATASET, f"{events.messages} order events in a CloudEvents envelope",
+                  "contracts/order_events.py", _element_example)
+    charges = generate_payments(lake.inbox(SCHEMA_DATASET, DATE), messages=MESSAGES, batch_date=DATE,
+                                poison_rate=0.1, seed=20)
+    return failed + _run(af, lake, logs, SCHEMA_DATASET,
+                         f"{charges.messages} charge webhooks judged by the provider's JSON Schema",
+                         "contracts/payment_events.schema.json", _keyword_example)
+
+
+def _run(af: LocalAirflow, lake: Lake, logs: Path, dataset: str, what: str, contract: str,
+         example: Any) -> int:
+    dag_id = f"foodtaster_{dataset}"
+    log = logs / f"{dag_id}-{DATE}.log"
     log.write_text("")
-    print(f"\nNested messages: {batch.messages} order events in a CloudEvents envelope in {inbox}\n"
-          f"airflow dags test {DAG_ID} {DATE}   (contracts/order_events.py; log: {log})", flush=True)
-    run = af.dags_test(DAG_ID, DATE, log=log)
+    print(f"\nNested messages: {what} in {relative_to_lake(lake.inbox(dataset, DATE), lake.root)}\n"
+          f"airflow dags test {dag_id} {DATE}   ({contract}; log: {log})", flush=True)
+    run = af.dags_test(dag_id, DATE, log=log)
     print(f"run {run['run_id']}: {run['state'].upper()}  "
           + " ".join(f"{task}={state}" for task, state in run["tasks"].items()))
-    print("\n".join(nested_outcome(lake)))
+    print("\n".join(nested_outcome(lake, dataset, example)))
     return int(run["state"] != "success")
 
 
-def nested_outcome(lake: Lake) -> list[str]:
+def nested_outcome(lake: Lake, dataset: str = DATASET, example: Any = None) -> list[str]:
     """The batch's verdict, a quarantined message with element paths, the valid rows' columns."""
     import pyarrow.parquet as pq
 
     from foodtaster.state import ledger
 
     batch_id = batch_id_for(DATE)
-    entries = [e for e in ledger.batch_entries(lake, DATASET) if e["batch_id"] == batch_id]
+    entries = [e for e in ledger.batch_entries(lake, dataset) if e["batch_id"] == batch_id]
     if not entries:
         return ["  no ledger entry: see the log"]
     entry = entries[-1]
     lines = [f"  batch {batch_id}: {entry['verdict'].upper()} - {entry['messages']} messages, "
              f"{entry['valid']} valid, {entry['quarantined']} quarantined, "
              f"{entry['duplicates_dropped']} duplicates dropped"]
-    quarantine = lake.quarantine(DATASET, DATE, batch_id)
+    quarantine = lake.quarantine(dataset, DATE, batch_id)
     if exists(quarantine):
-        example = _element_example(pq.read_table(_local(quarantine)).to_pylist())
-        if example is not None:
-            lines.append("  a quarantined message, its reasons naming the failing elements:")
-            lines.append("    " + example["_raw"].decode("utf-8", "replace")[:160] + " ...")
-            lines += [f"    {r['column']}: {r['rule']} - {r['message']}" for r in example["reasons"]]
-    valid = lake.valid(DATASET, DATE, batch_id)
+        found = (example or _element_example)(pq.read_table(_local(quarantine)).to_pylist())
+        if found is not None:
+            lines.append("  a quarantined message, its reasons naming the failing places:")
+            lines.append("    " + found["_raw"].decode("utf-8", "replace")[:160] + " ...")
+            lines += [f"    {r['column']}: {r['rule']} - {r['message']}" for r in found["reasons"]]
+    valid = lake.valid(dataset, DATE, batch_id)
     if exists(valid):
         schema = pq.read_schema(next(Path(_local(valid)).rglob("*.parquet")))
         lines.append(f"  valid rows ({valid}), nested columns as any Parquet reader sees them:")
@@ -73,6 +91,16 @@ def _element_example(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
     best = max(rows, key=inside, default=None)
     return best if best is not None and inside(best) else None
+
+
+def _keyword_example(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The quarantined message whose JSON Schema reasons go deepest: a keyword at a nested path."""
+    def depth(row: dict[str, Any]) -> int:
+        return max((r["column"] or "").count(".") + (r["column"] or "").count("[")
+                   for r in row["reasons"]) if row["reasons"] else 0
+
+    best = max(rows, key=depth, default=None)
+    return best if best is not None and depth(best) else None
 
 
 def _local(uri: str) -> str:

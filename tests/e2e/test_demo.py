@@ -73,12 +73,21 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(demo):
     # The nested dataset: its DAG on a day of order events, a reason naming an element's path.
     nested = out.split("airflow dags test foodtaster_order_events 2026-11-20")[1]
     nested = nested.split("The contract fix:")[0]
+    nested, schema_part = nested.split("airflow dags test foodtaster_payment_events")
     assert "SUCCESS" in nested and "PUBLISHED" in nested
     m = re.search(r"(\d+) messages, (\d+) valid, (\d+) quarantined, (\d+) duplicates dropped", nested)
     messages, valid, quarantined, dropped = map(int, m.groups())
     assert messages == 400 == valid + quarantined + dropped and quarantined > 0
     assert re.search(r"data\.lines\[\d+\]\.\w+: data\.lines\[\]\.\w+\.", nested), nested
     assert "data: struct<order_id: string" in nested and "_unknown: map<string, string" in nested
+    # The JSON Schema dataset: a reason naming the keyword that failed at a nested path.
+    assert "SUCCESS" in schema_part and "contracts/payment_events.schema.json" in schema_part
+    m = re.search(r"(\d+) messages, (\d+) valid, (\d+) quarantined, (\d+) duplicates dropped", schema_part)
+    messages, valid, quarantined, dropped = map(int, m.groups())
+    assert messages == 400 == valid + quarantined + dropped and quarantined > 0
+    keywords = ("minimum|maximum|exclusiveMinimum|maxLength|minLength|pattern|enum|type|required|oneOf|"
+                "additionalProperties|format|maxItems|const")
+    assert re.search(rf"    (data\.[\w.\[\]]+): \S+\.({keywords})\b", schema_part), schema_part
     # The JetStream part runs whenever the machine's NATS answers (it does under CI).
     assert "Published 500 messages to JetStream" in out or "the JetStream demo is skipped" in out
     if "Published 500 messages" in out:
