@@ -88,6 +88,13 @@ def demo_registry(change) -> Path:
 
     current = DEMO_REGISTRY if DEMO_REGISTRY.exists() else PROJECT_ROOT / "pipeline.yaml"
     document = yaml.safe_load(current.read_text())
+    for entry in document["datasets"].values():  # a contract file is named relative to its registry
+        written = str(entry.get("contract", ""))
+        file, colon, model = written.partition(".py:")
+        if written.endswith(".json") and not Path(written).is_absolute():
+            entry["contract"] = str((current.parent / written).resolve())
+        elif colon and not Path(file).is_absolute():
+            entry["contract"] = f"{(current.parent / (file + '.py')).resolve()}:{model}"
     change(document)
     AIRFLOW_HOME.mkdir(parents=True, exist_ok=True)
     DEMO_REGISTRY.write_text(yaml.safe_dump(document, sort_keys=False))
