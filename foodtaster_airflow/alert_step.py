@@ -51,9 +51,10 @@ def alert_trend(lake: Lake, config: DatasetConfig, summary: dict[str, Any],
     import time
 
     from foodtaster.ops import trend
+    from foodtaster.state import ledger
 
     started = time.perf_counter()
-    pending = trend.pending_entry(summary, publish)
+    pending = ledger.pending_entry(summary, publish)
     found = trend.dataset_trend(lake, config, until=summary["batch_date"], pending=pending,
                                 limit=ALERT_TREND_BATCHES)
     try:

@@ -238,18 +238,12 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     def alert(decision: dict) -> dict:
         return alert_step.alert(dataset, decision)
 
+    # A skipped task's XComArg reads as None: an empty landing has no decision, a held batch
+    # no publication, a quiet one no alert.
     @task(task_id="ledger", trigger_rule=TriggerRule.NONE_FAILED)
-    def ledger(landed: dict, **context) -> dict:
-        ti = context["ti"]
-        return steps.ledger(
-            dataset,
-            landed,
-            decision=ti.xcom_pull(task_ids="gate"),
-            published=ti.xcom_pull(task_ids="publish"),
-            alerted=ti.xcom_pull(task_ids="alert"),
-            dag_id=dag.dag_id,
-            run_id=context["run_id"],
-        )
+    def ledger(landed: dict, decision: dict | None, published: dict | None, alerted: dict | None,
+               **context) -> dict:
+        return steps.ledger(dataset, landed, decision, published, alerted, dag.dag_id, context["run_id"])
 
     # No retry: a held batch stays held until a person acts; a retry would only say it again.
     @task(task_id=steps.VERDICT_TASK, retries=0, doc_md=(
@@ -266,25 +260,26 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
         task_id="validate",
         application=str(VALIDATE_JOB),
         dataset=dataset,
+        landed=landed,
         **VALIDATE_RETRIES,
     )
     decision = gate(landed)  # type: ignore[arg-type]
     published = publish(decision)  # type: ignore[arg-type]
     alerted = alert(decision)  # type: ignore[arg-type]
-    recorded = ledger(landed)  # type: ignore[arg-type]
+    recorded = ledger(landed, decision, published, alerted)  # type: ignore[arg-type]
 
     gate_open >> validate >> decision
-    validate >> _retry_task(dataset)
+    validate >> _retry_task(dataset, landed)
     [published, alerted] >> recorded
     verdict(recorded)  # type: ignore[arg-type]
 
 
-def _retry_task(dataset: str) -> RetryPassOperator:
+def _retry_task(dataset: str, landed: Any) -> RetryPassOperator:
     """The retry pass, submitted like the validation job (same connection, jar, environment)
     when the lake says a row is due or a group is released, else done without Spark.
     One at a time a dataset: two passes at once would both publish a row that became due."""
     return RetryPassOperator(
-        task_id="retry", application=str(RETRY_JOB), dataset=dataset,
+        task_id="retry", application=str(RETRY_JOB), dataset=dataset, landed=landed,
         trigger_rule=TriggerRule.NONE_FAILED, max_active_tis_per_dag=1, **VALIDATE_RETRIES,
     )
 

@@ -40,6 +40,7 @@ from airflow.sdk import BaseOperator, Connection
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 
 from foodtaster.errors import REFUSED_EXIT_CODE, REFUSED_PREFIX
+from foodtaster.landing import LandingResult
 
 DEFAULT_MASTER = "local[*]"
 log = logging.getLogger(__name__)
@@ -48,24 +49,24 @@ SPARK_CONF_ENV = "FOODTASTER_SPARK_CONF"  # extra --conf pairs for this deployme
 PASSED_ENV = ("FOODTASTER_LAKE", "FOODTASTER_REGISTRY", "JAVA_HOME")
 
 
-def _landed(key: str) -> str:
-    return "{{ ti.xcom_pull(task_ids='land')['" + key + "'] }}"
-
-
 def job_name(dataset: str) -> str:
     """The validation job's Spark application name, as the cluster's UI lists it."""
     return f"foodtaster-validate-{dataset}"
 
 
-def job_arguments(dataset: str) -> list[str]:
-    """The job's command line, rendered from the land task's result at run time."""
+def job_arguments(dataset: str, landed: LandingResult | None = None, run_id: str | None = None) -> list[str]:
+    """The job's command line for the land task's result (`landed`, known when the task runs):
+    without one, only what the DAG knows when it is parsed."""
+    batch = [] if landed is None else [
+        "--input", landed.raw_path,
+        "--batch-id", landed.batch_id,
+        "--lake", landed.lake,
+        "--batch-date", landed.batch_date,
+    ]
     return [
         "--dataset", dataset,
-        "--input", _landed("raw_path"),
-        "--batch-id", _landed("batch_id"),
-        "--lake", _landed("lake"),
-        "--batch-date", _landed("batch_date"),
-        "--run-id", "{{ run_id }}",  # the job makes it a path name; the summary carries it on
+        *batch,
+        *(["--run-id", run_id] if run_id else []),  # the job makes it a path name; the summary carries it on
         "--no-publish",  # the publish task publishes, after the gate
     ]
 
@@ -74,9 +75,9 @@ def _planned(key: str) -> str:
     return "{{ ti.xcom_pull(task_ids='plan')['" + key + "'] }}"
 
 
-def retry_arguments(dataset: str) -> list[str]:
+def retry_arguments(dataset: str, lake: str, run_id: str) -> list[str]:
     """The retry pass's command line: it takes no batch, it judges the rows that are due."""
-    return ["--dataset", dataset, "--lake", _landed("lake"), "--run-id", "{{ run_id }}"]
+    return ["--dataset", dataset, "--lake", lake, "--run-id", run_id]
 
 
 def redrive_arguments(dataset: str) -> list[str]:
@@ -153,16 +154,19 @@ class ValidateBatchOperator(BaseOperator):
     `k8s://https://host:443`); without that connection the job runs on `local[*]`.
     """
 
-    template_fields: Sequence[str] = ("application", "conf", "application_args", "env_vars", "name")
+    template_fields: Sequence[str] = ("application", "conf", "application_args", "env_vars", "name",
+                                      "landed")
 
     def __init__(self, *, dataset: str, application: str, conn_id: str = "spark_default",
                  arguments: list[str] | None = None, conf: dict[str, str] | None = None,
                  env_vars: dict[str, str] | None = None, name: str | None = None,
-                 **kwargs: Any) -> None:
-        """`arguments`: another job's command line (the redrive's); default the validation job's,
-        whose refusal is noted on the run and alerted as its landed batch's."""
+                 landed: Any = None, **kwargs: Any) -> None:
+        """`arguments`: another job's command line (the redrive's); default the validation job's
+        of `landed`, the land task's result (its XComArg, resolved to its JSON form when the task
+        runs), whose refusal is noted on the run and alerted as its landed batch's."""
         super().__init__(**kwargs)
         self.validates_landed_batch = arguments is None
+        self.landed = landed
         self.dataset = dataset
         self.application = application
         self.conn_id = conn_id
@@ -177,7 +181,14 @@ class ValidateBatchOperator(BaseOperator):
         return SparkJobHook(conf=self.conf, conn_id=self.conn_id, name=self.name,
                             application_args=self.application_args, env_vars=self.env_vars)
 
+    def landing(self) -> LandingResult | None:
+        """The land task's result, once the task runs (None for an operator built without one)."""
+        return LandingResult.from_dict(self.landed) if isinstance(self.landed, dict) else None
+
     def execute(self, context: Any) -> dict[str, Any] | None:  # None: no XCom (a subclass may push one)
+        landed = self.landing()
+        if self.validates_landed_batch and landed is not None:
+            self.application_args = job_arguments(self.dataset, landed, context["run_id"])
         env = job_environment()
         self.conf = submit_conf(env["PYSPARK_PYTHON"], os.environ.get(SPARK_CONF_ENV), self.conf)
         self.env_vars = {**env, **(self.env_vars or {})}
@@ -202,11 +213,11 @@ class ValidateBatchOperator(BaseOperator):
     def refuse(self, context: Any, reason: str) -> NoReturn:
         """The job refused its run: fail at once, the reason last (`steps.refuse` for the
         validation job: noted on the run and alerted as well)."""
-        if self.validates_landed_batch:
+        landed = self.landing()
+        if self.validates_landed_batch and landed is not None:
             from foodtaster_airflow import steps
 
-            landed = context["ti"].xcom_pull(task_ids="land")
-            steps.refuse(self.dataset, landed["batch_id"], landed["batch_date"], self.task_id, reason,
+            steps.refuse(self.dataset, landed.batch_id, landed.batch_date, self.task_id, reason,
                          context["ti"].dag_id, context["run_id"])
         log.error("%s", reason)
         raise AirflowFailException(reason)
@@ -225,15 +236,19 @@ class RetryPassOperator(ValidateBatchOperator):
     the lake says the pass has something to do (`steps.retry_work`); a scheduled run with no
     row due and no group to release ends green without a JVM start."""
 
-    def __init__(self, *, dataset: str, **kwargs: Any) -> None:
+    def __init__(self, *, dataset: str, landed: Any, **kwargs: Any) -> None:
         kwargs.setdefault("name", f"foodtaster-retry-{dataset}")
-        super().__init__(dataset=dataset, arguments=retry_arguments(dataset), **kwargs)
+        super().__init__(dataset=dataset, arguments=["--dataset", dataset], landed=landed, **kwargs)
 
     def execute(self, context: Any) -> dict[str, Any] | None:
         from foodtaster.logs import batch_logger
         from foodtaster_airflow.steps import retry_work
 
-        lake = context["ti"].xcom_pull(task_ids="land")["lake"]
+        landed = self.landing()
+        if landed is None:
+            raise AirflowFailException(f"{self.task_id} runs after a land task: it has no landing")
+        lake = landed.lake
+        self.application_args = retry_arguments(self.dataset, lake, context["run_id"])
         why = retry_work(self.dataset, lake)
         log = batch_logger(__name__, self.dataset, "-")
         if why is None:

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from foodtaster.errors import REFUSED_PREFIX, Failed, NotFound
+from foodtaster.landing import LandingResult
 from foodtaster.registry import DatasetConfig, get_dataset, lake_root
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow import channels
 
 if TYPE_CHECKING:
+    from foodtaster.state.ledger import LedgerEntry
     from foodtaster.summary import BatchSummary
     from foodtaster_airflow.rest import AirflowApi
 
@@ -69,7 +72,7 @@ def run_interval(context: dict[str, Any], params: dict[str, Any] | None,
 
 def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dict[str, Any]:
     """Land the interval's new messages from the dataset's source (inbox files, a broker), or
-    (with a batch id) the landed batch again."""
+    (with a batch id) the landed batch again: the landing's JSON form (`LandingResult`)."""
     from foodtaster import sources
     from foodtaster.sources.raw_batch import batch_id_for
     from foodtaster.state import ledger
@@ -86,7 +89,7 @@ def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dic
         result = sources.land(_config(dataset), lake, date, batch_id=batch_id, hour=hour)
     # A dataset that paused itself runs again only when an operator unpaused its DAG.
     ledger.re_enable(lake, dataset, result.batch_id)
-    return {**result.as_dict(), "lake": lake.root, "reprocess": bool(batch_id)}
+    return replace(result, reprocess=bool(batch_id)).as_dict()
 
 
 def landed_date(lake: Lake, dataset: str, batch_id: str) -> str:
@@ -131,11 +134,12 @@ def _landed_near(landed: list[tuple[str, str]], batch_id: str) -> str:
     return f"{where}: " + ", ".join(f"{landed_id} ({day})" for day, landed_id in shown)
 
 
-def has_messages(landed: dict[str, Any]) -> bool:
+def has_messages(handed: dict[str, Any]) -> bool:
     """Go on to validation unless the landing holds no file at all."""
-    if landed["empty"]:
+    landed = LandingResult.from_dict(handed)
+    if landed.empty:
         log.info("dataset=%s batch=%s event=empty_batch no new files in the inbox: nothing to "
-                 "validate", landed["dataset"], landed["batch_id"])
+                 "validate", landed.dataset, landed.batch_id)
         return False
     return True
 
@@ -143,21 +147,22 @@ def has_messages(landed: dict[str, Any]) -> bool:
 # ------------------------------------------------------------------------- gate
 
 
-def gate(dataset: str, landed: dict[str, Any]) -> dict[str, Any]:
+def gate(dataset: str, handed: dict[str, Any]) -> dict[str, Any]:
     """Read the batch summary and pass on its verdict (decided once, by the job: publish or
     hold, alert or not) with what the later tasks need."""
     from foodtaster.state.lake import exists, read_json
     from foodtaster.summary import BatchSummary, Decision
 
-    lake = Lake(landed["lake"])
-    batch_id = landed["batch_id"]
+    landed = LandingResult.from_dict(handed)
+    lake = Lake(landed.lake)
+    batch_id = landed.batch_id
     uri = lake.summary(dataset, batch_id)
     if not exists(uri):
         raise PipelineError(f"the validation job wrote no summary at {uri}")
     summary = BatchSummary.from_json(read_json(uri))
     verdict = summary.verdict
     decision = Decision(
-        dataset=dataset, batch_id=batch_id, batch_date=landed["batch_date"], lake=lake.root,
+        dataset=dataset, batch_id=batch_id, batch_date=landed.batch_date, lake=lake.root,
         verdict=verdict, counts=_counts(summary), top_reasons=top_reasons(summary.reasons),
         gate_failed=summary.gate.failed_expectations, run_id=summary.run_id, paths=summary.paths,
         summary_path=uri,
@@ -214,7 +219,7 @@ def publish(dataset: str, handed: dict[str, Any], outlet_event: Any) -> dict[str
 
 def publish_judged(lake: Lake, dataset: str, handed: dict[str, Any]) -> str:
     """Publish the run the gate judged (`foodtaster.state.publish.publish_judged`): the batch,
-    the judged run and its summary, as the gate's decision names them."""
+    the judged run and its summary, as the gate's decision (its XCom) names them."""
     from foodtaster.state import publish as publishing
 
     try:
@@ -240,10 +245,13 @@ def ledger(
     batches in a row): the verdict task, the run's last, pauses it. Paused here, the DAG would
     leave that task unscheduled and the run running until someone unpaused it."""
     from foodtaster.state import ledger as batch_ledger
+    from foodtaster.summary import Decision
 
-    lake = Lake(landed["lake"])
+    landing = LandingResult.from_dict(landed)
+    lake = Lake(landing.lake)
     config = _config(dataset)
-    entry = batch_ledger.ledger_entry(landed, decision, published, alerted, dag_id, run_id)
+    entry = batch_ledger.ledger_entry(landing, Decision.from_json(decision) if decision else None,
+                                      bool(published), alerted, dag_id, run_id)
     recorded = batch_ledger.record_run(lake, dataset, entry, config.disable_after)
     log.info("dataset=%s batch=%s event=recorded verdict=%s", dataset, entry["batch_id"],
              entry["verdict"])
@@ -272,9 +280,9 @@ def verdict(dataset: str, recorded: dict[str, Any], dag_id: str, run_id: str,
 
     entry = recorded["entry"]
     batch = f"batch {entry['batch_id']}, inbox date {entry['batch_date']}"
-    now = batch_entry(lake_from_env(), dataset, entry["batch_id"]) or {}
-    released = now.get("released") if now.get("run_id") == run_id else None
-    if released:
+    now = batch_entry(lake_from_env(), dataset, entry["batch_id"])
+    released = now.get("released") if now is not None and now.get("run_id") == run_id else None
+    if now is not None and released:
         log.info("RELEASED by %s at %s: %s (%s; held because: %s)", released["by"], released["at"],
                  released["why"], batch, "; ".join(now.get("held_why") or ()))
         # cleared by hand after a release the run's note has not heard of (the CLI's, the demo's)
@@ -308,7 +316,9 @@ def show_release(dataset: str, batch_id: str, api: AirflowApi | None = None) -> 
     from foodtaster.state.ledger import batch_entry
     from foodtaster_airflow.rest import API_CONN_ID, AirflowApi
 
-    entry = batch_entry(lake_from_env(), dataset, batch_id) or {}
+    entry = batch_entry(lake_from_env(), dataset, batch_id)
+    if entry is None:
+        return {"run": None, "cleared": 0}
     dag_id, run_id, released = entry.get("dag_id"), entry.get("run_id"), entry.get("released")
     if not (dag_id and run_id and released):
         return {"run": None, "cleared": 0}
@@ -329,7 +339,7 @@ def show_release(dataset: str, batch_id: str, api: AirflowApi | None = None) -> 
     return shown
 
 
-def run_note(entry: dict[str, Any]) -> str:
+def run_note(entry: LedgerEntry) -> str:
     """The run's note: the batch's verdict first (a held batch stands out in the runs list),
     then its batch id and inbox date, which Airflow's own run labels do not show."""
     batch = f"batch {entry['batch_id']}, inbox date {entry['batch_date']}"
@@ -346,10 +356,10 @@ def run_note(entry: dict[str, Any]) -> str:
     return f"published: {batch}: {entry['valid']} valid, {rate}"
 
 
-def landing_note(landed: dict[str, Any]) -> str:
+def landing_note(handed: dict[str, Any]) -> str:
     """The run's note until the ledger replaces it: a run that fails later still names its batch."""
-    return (f"batch {landed['batch_id']}, inbox date {landed['batch_date']}: "
-            f"{landed['messages']} messages landed")
+    landed = LandingResult.from_dict(handed)
+    return f"batch {landed.batch_id}, inbox date {landed.batch_date}: {landed.messages} messages landed"
 
 
 def refuse(dataset: str, batch_id: str, batch_date: str | None, task: str, reason: str,

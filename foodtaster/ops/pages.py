@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -22,7 +23,7 @@ from foodtaster.ops.trend import dataset_trend, describe, render_trend
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.browse import NotInLake, quarantined_rows
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json
-from foodtaster.state.ledger import batch_entries
+from foodtaster.state.ledger import LedgerEntry, batch_entries
 
 RECENT_BATCHES = 30
 
@@ -99,7 +100,7 @@ def rates(record: dict[str, Any]) -> list[tuple[str, str, str]]:
     return shown
 
 
-def shown_verdict(entry: dict[str, Any]) -> tuple[str, list[str]]:
+def shown_verdict(entry: Mapping[str, Any]) -> tuple[str, list[str]]:
     """The batch's verdict as the page shows it, and who and why: `held`; `released` (held,
     then published by an operator); `superseded` (a corrected delivery replaced the held one,
     and the batch was judged again); `published` or `empty`. A batch held again after a
@@ -127,7 +128,7 @@ def shown_verdict(entry: dict[str, Any]) -> tuple[str, list[str]]:
 NEEDS_WHO = ("held", "released", "superseded")  # the verdicts the list says who and why of
 
 
-def _verdict_cell(entry: dict[str, Any]) -> str:
+def _verdict_cell(entry: LedgerEntry) -> str:
     word, lines = shown_verdict(entry)
     lines = lines if word in NEEDS_WHO else []
     return (f"<td class=\"verdict {_e(word)}\">{_e(word)}"
@@ -203,7 +204,7 @@ def _batch(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str,
         check_batch_id(batch_id)
     except ValueError as err:
         raise PageNotFound(str(err)) from err
-    entry = next((e for e in batch_entries(lake, config.name) if e["batch_id"] == batch_id), None)
+    entry = next((dict(e) for e in batch_entries(lake, config.name) if e["batch_id"] == batch_id), None)
     summary_uri = lake.summary(config.name, batch_id)
     if entry is None and not exists(summary_uri):
         raise PageNotFound(f"dataset {dataset!r} has no batch {batch_id!r} in its ledger or reports")

@@ -18,9 +18,9 @@ calls; see the README's "Sources" section.
 
 from __future__ import annotations
 
+from foodtaster.landing import LandingResult
 from foodtaster.registry import DatasetConfig, NatsSource
 from foodtaster.sources import inbox, nats
-from foodtaster.sources.raw_batch import LandingResult
 from foodtaster.state.lake import Lake
 
 

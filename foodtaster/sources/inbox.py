@@ -28,18 +28,19 @@ from typing import Any
 import fsspec
 
 from foodtaster.errors import Failed, UsageError
+from foodtaster.landing import LandingResult
 from foodtaster.logs import batch_logger
 from foodtaster.sources.lines import CHUNK_BYTES, Limits, scan
 from foodtaster.sources.raw_batch import (
     MANIFEST,
     UNREADABLE_DIR,
     LandedFile,
-    LandingResult,
     Manifest,
     Supersession,
     UnreadableFile,
     batch_id_for,
     file_from_dict,
+    landing_result,
 )
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json, write_json
 
@@ -127,7 +128,8 @@ def land_batch(
         )
     for entry in refused:
         log.warning("event=file_refused", fields=entry)
-    result = LandingResult.of(manifest, raw_path, refused=refused, superseded=superseded)
+    result = landing_result(manifest, raw_path, lake.root, refused=refused,
+                            superseded=superseded)
     log.event(
         "landed", files=len(manifest.files), unreadable=len(manifest.unreadable),
         messages=result.messages, new=len(new), skipped=skipped, refused=len(refused),

@@ -31,15 +31,16 @@ from typing import Any
 import fsspec
 
 from foodtaster.errors import Failed
+from foodtaster.landing import LandingResult
 from foodtaster.logs import batch_logger
 from foodtaster.registry import NatsSource
 from foodtaster.sources.raw_batch import (
     MANIFEST,
     BrokerSource,
     LandedFile,
-    LandingResult,
     Manifest,
     batch_id_for,
+    landing_result,
 )
 from foodtaster.state.lake import Lake, check_batch_id, check_date, fault_point, read_json
 
@@ -154,7 +155,7 @@ def land_batch(
             await client.close()
 
     manifest, messages, counts = asyncio.run(drain())
-    result = LandingResult.of(manifest, raw_path)
+    result = landing_result(manifest, raw_path, lake.root)
     log.event(
         "landed", source="nats", stream=source.stream, new=len(messages), messages=result.messages,
         **counts, raw_path=raw_path,

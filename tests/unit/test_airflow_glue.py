@@ -17,10 +17,12 @@ from support.environment import PROJECT_ROOT
 from support.lake import reason, write_batch
 
 from foodtaster.errors import refusal
+from foodtaster.landing import LandingResult
 from foodtaster.policy import Facts, decide
 from foodtaster.registry import get_dataset
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json
+from foodtaster.summary import Decision
 from foodtaster_airflow import channels, steps
 from foodtaster_airflow.rest import AirflowApi
 from foodtaster_airflow.spark_submit import (
@@ -138,6 +140,14 @@ def landed(lake: Lake) -> dict:
             "empty": False}
 
 
+def ledger_entry(lake: Lake, decision: dict | None, published: dict | None, dag_id: str,
+                 run_id: str) -> ledger.LedgerEntry:
+    """The ledger task's entry of `landed(lake)`, from the XComs its upstream tasks hand it."""
+    return ledger.ledger_entry(LandingResult.from_dict(landed(lake)),
+                               Decision.from_json(decision) if decision else None, bool(published),
+                               None, dag_id, run_id)
+
+
 def test_gate_reads_the_summary_and_passes_on_its_verdict(tmp_path):
     lake = Lake(str(tmp_path))
     write_json(lake.summary("orders", "20261120"), summary())
@@ -188,7 +198,7 @@ def test_ledger_entries_are_accepted_by_the_ledger(tmp_path, outcome):
     write_json(lake.summary("orders", "20261120"), summary())
     decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
     published = {"valid": 90} if outcome == "published" else None
-    entry = ledger.ledger_entry(landed(lake), decision, published, None, "dag", "run")
+    entry = ledger_entry(lake, decision, published, "dag", "run")
     ledger.record_batch(lake, "orders", entry)
     (recorded,) = ledger.batch_entries(lake, "orders")
     assert recorded["verdict"] == outcome
@@ -202,8 +212,7 @@ def test_the_run_note_leads_with_the_verdict_and_names_the_batch_and_its_inbox_d
         write_json(lake.summary("orders", "20261120"), summary(**changes))
         decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
         published = {"valid": 90} if outcome == "published" else None
-        notes[outcome] = steps.run_note(
-            ledger.ledger_entry(landed(lake), decision, published, None, "dag", "run"))
+        notes[outcome] = steps.run_note(ledger_entry(lake, decision, published, "dag", "run"))
     assert notes["published"] == (
         "published: batch 20261120, inbox date 2026-11-20: 90 valid, 9 quarantined of 100 (9.00%)")
     assert notes["empty"] == "empty: batch 20261120, inbox date 2026-11-20: no new files in the inbox"

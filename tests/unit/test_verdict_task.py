@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-from test_airflow_glue import landed, summary
+from test_airflow_glue import landed, ledger_entry, summary
 
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json
@@ -33,7 +33,7 @@ def recorded(lake: Lake, outcome: str) -> dict:
     write_json(lake.summary("orders", "20261120"), summary(**(HELD if outcome == "held" else {})))
     decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
     published = {"valid": 90} if outcome == "published" else None
-    entry = ledger.ledger_entry(landed(lake), decision, published, None, "foodtaster_orders", RUN)
+    entry = ledger_entry(lake, decision, published, "foodtaster_orders", RUN)
     ledger.record_batch(lake, "orders", entry)
     return {"entry": entry}
 
