@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -57,6 +58,22 @@ class SupersedeError(LandingError):
     delivery with its correction. The message says how to replace the delivery on purpose."""
 
     exit_code = UsageError.exit_code  # the producer's delivery, not an outage: say what to do
+
+
+@dataclass(frozen=True)
+class InboxSource:
+    """The inbox folder `inbox/<dataset>/dt=<date>/` (hourly: `.../hour=<HH>/`) as a
+    `foodtaster.sources.Source`, landed under the dataset's `limits`."""
+
+    limits: Limits = field(default_factory=Limits)
+
+    def land_batch(self, lake: Lake, dataset: str, date: str, batch_id: str | None = None,
+                   hour: int | None = None) -> LandingResult:
+        return land_batch(lake, dataset, date, batch_id=batch_id, hour=hour, limits=self.limits)
+
+    def land_folder(self, folder: str, raw_path: str, dataset: str, batch_id: str, date: str) -> Manifest:
+        """A hand run's file or folder, landed as an interval's files are (`land_folder`)."""
+        return land_folder(folder, raw_path, dataset, batch_id, date, self.limits)
 
 
 def land_batch(

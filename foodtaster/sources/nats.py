@@ -25,6 +25,7 @@ import hashlib
 import io
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -92,6 +93,18 @@ def sequence_ranges(sequences: Iterable[int], ranges: Iterable[Iterable[int]] = 
         else:
             merged.append([first, last])
     return merged
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    """A NATS JetStream stream, drained through its durable pull consumer, as a
+    `foodtaster.sources.Source`."""
+
+    config: NatsSource
+
+    def land_batch(self, lake: Lake, dataset: str, date: str, batch_id: str | None = None,
+                   hour: int | None = None) -> LandingResult:
+        return land_batch(self.config, lake, dataset, date, batch_id=batch_id, hour=hour)
 
 
 def land_batch(
