@@ -121,7 +121,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from foodtaster.engine.job import BatchRun, run_batch
+    from foodtaster.engine.job import BatchRun
+    from foodtaster.engine.run import run_batch
     from foodtaster.engine.spark import build_session
     from foodtaster.logs import configure
     from foodtaster.registry import get_dataset, lake_root
