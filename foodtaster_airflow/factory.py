@@ -43,7 +43,7 @@ from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRul
 from foodtaster.errors import FoodtasterError, UsageError, refusal
 from foodtaster.registry import PROJECT_ROOT, DatasetConfig, RegistryError, load_registry
 from foodtaster.state.lake import BATCH_ID_PATTERN
-from foodtaster_airflow import alert_step, redrive_steps, steps
+from foodtaster_airflow import alert_step, ledger_step, redrive_steps, steps
 from foodtaster_airflow.spark_submit import RetryPassOperator, ValidateBatchOperator, redrive_arguments
 
 VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
@@ -149,7 +149,7 @@ def _start_date(config: DatasetConfig) -> pendulum.DateTime:
 
 def build_dag(config: DatasetConfig) -> DAG:
     """The scheduled DAG of one dataset: each data interval's inbox, landed and judged.
-    Task bodies live in `foodtaster_airflow.steps`."""
+    Task bodies live in `foodtaster_airflow.steps`, `alert_step` and `ledger_step`."""
     with DAG(
         dag_id=dag_id_for(config.name),
         description=config.description or f"Foodtaster pipeline of {config.name}",
@@ -216,10 +216,10 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
         except FoodtasterError as err:
             if not refusal(err):
                 raise
-            steps.refuse(dataset, batch_id or date.replace("-", ""), None if batch_id else date,
+            alert_step.refuse(dataset, batch_id or date.replace("-", ""), None if batch_id else date,
                          "land", str(err), dag.dag_id, context["run_id"])
-        steps.note_run(dataset, landed["batch_id"], dag.dag_id, context["run_id"],
-                       steps.landing_note(landed))
+        ledger_step.note_run(dataset, landed["batch_id"], dag.dag_id, context["run_id"],
+                       ledger_step.landing_note(landed))
         return landed
 
     @task.short_circuit(task_id="has_messages", ignore_downstream_trigger_rules=False)
@@ -243,14 +243,15 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     @task(task_id="ledger", trigger_rule=TriggerRule.NONE_FAILED)
     def ledger(landed: dict, decision: dict | None, published: dict | None, alerted: dict | None,
                **context) -> dict:
-        return steps.ledger(dataset, landed, decision, published, alerted, dag.dag_id, context["run_id"])
+        return ledger_step.ledger(dataset, landed, decision, published, alerted, dag.dag_id,
+                                  context["run_id"])
 
     # No retry: a held batch stays held until a person acts; a retry would only say it again.
-    @task(task_id=steps.VERDICT_TASK, retries=0, doc_md=(
+    @task(task_id=ledger_step.VERDICT_TASK, retries=0, doc_md=(
         "Red when the batch was held (not published): its log says why and what to do. "
         "Skipped for an empty landing. Cleared by a release through the redrive DAG, it ends green."))
     def verdict(recorded: dict, **context) -> dict:
-        return steps.verdict(dataset, recorded, dag.dag_id, context["run_id"], context["ti"].try_number)
+        return ledger_step.verdict(dataset, recorded, dag.dag_id, context["run_id"], context["ti"].try_number)
 
     # A decorated task's call is typed with the function's parameters, but takes the upstream
     # tasks' XComArgs, which Airflow resolves to their values before it runs.

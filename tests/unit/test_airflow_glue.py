@@ -23,7 +23,7 @@ from foodtaster.registry import get_dataset
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json
 from foodtaster.summary import Decision
-from foodtaster_airflow import channels, steps
+from foodtaster_airflow import channels, ledger_step, steps
 from foodtaster_airflow.rest import AirflowApi
 from foodtaster_airflow.spark_submit import (
     ValidateBatchOperator,
@@ -178,7 +178,7 @@ def test_the_retry_tasks_check_reads_the_contract_and_the_lake_without_the_engin
     rule = "customer_id.references(customers.customer_id)"  # contracts/orders.py: retryable
     write_batch(tmp_path, "2026-11-20", "20261120", [b'{"a": 1}', b'{"a": 2}'],
                 {2: [reason(rule, "c-9 is not among the published customer_id", column="customer_id")]})
-    probe = ("import sys; from foodtaster_airflow.steps import retry_work; "
+    probe = ("import sys; from foodtaster_airflow.spark_submit import retry_work; "
              "print(repr(retry_work('orders', sys.argv[1]))); "
              "print(sorted(m for m in sys.modules if m.startswith('foodtaster.engine')))")
     done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True,
@@ -212,14 +212,14 @@ def test_the_run_note_leads_with_the_verdict_and_names_the_batch_and_its_inbox_d
         write_json(lake.summary("orders", "20261120"), summary(**changes))
         decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
         published = {"valid": 90} if outcome == "published" else None
-        notes[outcome] = steps.run_note(ledger_entry(lake, decision, published, "dag", "run"))
+        notes[outcome] = ledger_step.run_note(ledger_entry(lake, decision, published, "dag", "run"))
     assert notes["published"] == (
         "published: batch 20261120, inbox date 2026-11-20: 90 valid, 9 quarantined of 100 (9.00%)")
     assert notes["empty"] == "empty: batch 20261120, inbox date 2026-11-20: no new files in the inbox"
     assert notes["held"].startswith(
         "HELD, not published: batch 20261120, inbox date 2026-11-20: 30 quarantined of 100 "
         "(30.00%); quarantine rate 30.00% >= hold_rate")
-    assert steps.landing_note(landed(lake)) == (
+    assert ledger_step.landing_note(landed(lake)) == (
         "batch 20261120, inbox date 2026-11-20: 100 messages landed")
 
 
@@ -271,7 +271,7 @@ def test_the_run_note_is_set_on_the_run_through_the_rest_api_and_never_fails_the
     run_id = "manual__2026-11-20T00:00:00+00:00"
     with FakeAirflowApi() as server:
         api = AirflowApi(server.url, "admin", "admin", timeout=5)
-        assert steps.note_run("orders", "20261120", "foodtaster_orders", run_id, "HELD: x",
+        assert ledger_step.note_run("orders", "20261120", "foodtaster_orders", run_id, "HELD: x",
                               api=api)
     assert server.requests[-1] == (
         "PATCH",
@@ -280,7 +280,7 @@ def test_the_run_note_is_set_on_the_run_through_the_rest_api_and_never_fails_the
         {"note": "HELD: x"},
     )
     # the server is gone: the note is logged, the run goes on
-    assert not steps.note_run("orders", "20261120", "foodtaster_orders", run_id, "HELD: x",
+    assert not ledger_step.note_run("orders", "20261120", "foodtaster_orders", run_id, "HELD: x",
                               api=AirflowApi(server.url, "admin", "admin", timeout=5))
 
 
@@ -526,7 +526,7 @@ def test_a_batch_id_the_land_task_cannot_reprocess_is_refused_at_once(tmp_path, 
 
     monkeypatch.setenv("FOODTASTER_LAKE", str(tmp_path / "lake"))
     notes = []
-    monkeypatch.setattr(steps, "note_run", lambda *args: notes.append(args[-1]))
+    monkeypatch.setattr(ledger_step, "note_run", lambda *args: notes.append(args[-1]))
     built = (build_dag if dag == "scheduled" else build_reprocess_dag)(get_dataset("orders"))
     context = {"params": {"batch_id": "20261121"}, "run_id": "manual__1",
                "logical_date": datetime(2026, 11, 22, tzinfo=UTC)}

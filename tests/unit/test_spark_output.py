@@ -7,7 +7,8 @@ import logging
 
 import pytest
 
-from foodtaster_airflow.spark_submit import JOB_LOGGER, SPARK_LOGGER, ValidateBatchOperator
+from foodtaster_airflow.spark_output import JOB_LOGGER, SPARK_LOGGER
+from foodtaster_airflow.spark_submit import ValidateBatchOperator
 
 OUTPUT = """\
 WARNING: Using incubator modules: jdk.incubator.vector
