@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from foodtaster import rule_ids
+from foodtaster.errors import Failed
 from foodtaster.landing import LandingResult
 from foodtaster.state.lake import check_batch_id, check_date, exists, read_json, write_json
 
@@ -23,6 +24,10 @@ MANIFEST = "_manifest.json"
 UNREADABLE_DIR = "_unreadable"  # under the raw partition: the files quarantined whole
 UNREADABLE_RULE = rule_ids.FILE_UNREADABLE  # the quarantine rule of a file that cannot be decompressed
 TOO_LARGE_RULE = rule_ids.FILE_TOO_LARGE  # ... and of a file over the dataset's max_file_bytes
+
+
+class LandingError(Failed):
+    """A batch cannot be landed as recorded (a landed file is gone, or changed mid-copy)."""
 
 
 def batch_id_for(date: str, hour: int | None = None) -> str:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from foodtaster.sources.inbox import SUPERSEDES, SupersedeError, land_batch
+from foodtaster.sources.inbox import land_batch
+from foodtaster.sources.supersede import SUPERSEDES, SupersedeError
 from foodtaster.state.lake import Lake, write_json
 
 DATE = "2026-11-21"
