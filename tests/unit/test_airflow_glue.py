@@ -7,22 +7,20 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from support.airflow_api import FakeAirflowApi
 from support.environment import PROJECT_ROOT
 from support.lake import reason, write_batch
+from support.task_documents import landed, ledger_entry, summary
 
 from foodtaster.errors import refusal
-from foodtaster.landing import LandingResult
-from foodtaster.policy import Facts, decide
 from foodtaster.registry import get_dataset
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json
-from foodtaster.summary import Decision
 from foodtaster_airflow import channels, ledger_step, steps
 from foodtaster_airflow.rest import AirflowApi
 from foodtaster_airflow.spark_submit import (
@@ -119,35 +117,6 @@ def test_the_trigger_form_refuses_a_batch_id_no_batch_can_have_and_shows_no_mark
 # ---------------------------------------------------------------------- gate
 
 
-def summary(**overrides):
-    base = {
-        "dataset": "orders", "batch_id": "20261120", "batch_date": "2026-11-20",
-        "messages": 100, "valid": 90, "quarantined": 9, "duplicates_dropped": 1,
-        "quarantine_rate": 0.09, "reasons": {"a.rule": 2, "b.rule": 7, "c.rule": 2},
-        "samples": [], "gate": {"passed": True, "failed": []}, "paths": {"quarantine": "q"},
-        "timings": {"total_s": 1.0}, "run_id": "run",
-    }
-    document = {**base, **overrides}
-    # as the job writes it: with the verdict decided from the same counts
-    facts = replace(Facts.of_summary(document), accounted=document["valid"] + document["quarantined"]
-                    + document["duplicates_dropped"])
-    return {**document, "verdict": decide(facts, get_dataset("orders")).as_dict()}
-
-
-def landed(lake: Lake) -> dict:
-    return {"lake": lake.root, "dataset": "orders", "batch_id": "20261120",
-            "batch_date": "2026-11-20", "messages": 100, "files": [{}], "unreadable": [],
-            "empty": False}
-
-
-def ledger_entry(lake: Lake, decision: dict | None, published: dict | None, dag_id: str,
-                 run_id: str) -> ledger.LedgerEntry:
-    """The ledger task's entry of `landed(lake)`, from the XComs its upstream tasks hand it."""
-    return ledger.ledger_entry(LandingResult.from_dict(landed(lake)),
-                               Decision.from_json(decision) if decision else None, bool(published),
-                               None, dag_id, run_id)
-
-
 def test_gate_reads_the_summary_and_passes_on_its_verdict(tmp_path):
     lake = Lake(str(tmp_path))
     write_json(lake.summary("orders", "20261120"), summary())
@@ -221,50 +190,6 @@ def test_the_run_note_leads_with_the_verdict_and_names_the_batch_and_its_inbox_d
         "(30.00%); quarantine rate 30.00% >= hold_rate")
     assert ledger_step.landing_note(landed(lake)) == (
         "batch 20261120, inbox date 2026-11-20: 100 messages landed")
-
-
-class FakeAirflowApi:
-    """A loopback HTTP server answering like Airflow's REST API: a token, then run PATCHes."""
-
-    def __init__(self) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        self.requests: list[tuple[str, str, dict]] = []
-        seen = self.requests
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self, body: dict) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                sent = json.loads(self.rfile.read(length) or b"{}")
-                seen.append((self.command, self.path, sent))
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self) -> None:  # noqa: N802
-                self._answer({"access_token": "t0ken"})
-
-            def do_PATCH(self) -> None:  # noqa: N802
-                self._answer({"note": "set"})
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> FakeAirflowApi:
-        import threading
-
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_the_run_note_is_set_on_the_run_through_the_rest_api_and_never_fails_the_run():

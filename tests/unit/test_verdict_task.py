@@ -4,13 +4,10 @@ turns it green when the task runs again (docs/decisions/017-a-held-batch-fails-i
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-from test_airflow_glue import landed, ledger_entry, summary
+from support.airflow_api import FakeAirflowApi
+from support.task_documents import landed, ledger_entry, summary
 
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json
@@ -71,51 +68,11 @@ def test_once_released_the_held_runs_verdict_ends_green_with_who_and_why(lake, c
     assert "held because: quarantine rate 30.00% >= hold_rate" in note
 
 
-class RecordingApi:
-    """A loopback HTTP server answering as Airflow's REST API does: a token, a note's PATCH,
-    a clear's POST (one task instance cleared)."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str, dict]] = []
-        seen = self.requests
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self, body: dict) -> None:
-                sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                seen.append((self.command, self.path, sent))
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self) -> None:  # noqa: N802
-                if self.path == "/auth/token":
-                    self._answer({"access_token": "t0ken"})
-                else:
-                    self._answer({"task_instances": [], "total_entries": 1})
-
-            def do_PATCH(self) -> None:  # noqa: N802
-                self._answer({"note": "set"})
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_a_release_notes_the_held_run_and_clears_its_verdict_task(lake, caplog):
     recorded(lake, "held")
     write_json(f"{lake.staged_valid('orders', '2026-11-20', '20261120')}/part-0.json", {})
     release_batch(lake, "orders", "20261120", "a test feed", "alice")
-    api = RecordingApi()
+    api = FakeAirflowApi().start()
     try:
         shown = ledger_step.show_release("orders", "20261120",
                                          AirflowApi(api.url, "admin", "admin", timeout=5))
