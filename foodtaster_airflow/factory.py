@@ -4,8 +4,8 @@
 
 Per run (one data interval, the inbox folder `dt=<date>` of its start):
 
-    land -> has_messages -> validate -> gate -> publish ----> ledger -> verdict
-                                     \\         \\-> alert ----/
+    land -> has_messages -> validate -> read_verdict -> publish ----> ledger -> verdict
+                                     \\               \\-> alert ----/
                                       \\-> retry
 
 - land copies the interval's new inbox files to the raw partition (in the reprocess DAG,
@@ -16,7 +16,8 @@ Per run (one data interval, the inbox folder `dt=<date>` of its start):
 - has_messages ends an empty landing there: nothing downstream but the ledger;
 - validate is the Spark job (`spark_default`), retried with backoff when it fails on
   infrastructure; poison data never fails it;
-- gate reads the batch summary and passes on its verdict (`foodtaster.policy.decide`, run once by the job);
+- read_verdict reads the batch summary and passes on its verdict (`foodtaster.policy.decide`, run
+  once by the job): it decides nothing;
 - publish makes the staged valid rows visible and emits the dataset's Asset event;
 - alert runs only when the verdict says so; ledger records the batch;
 - verdict fails when the batch was held, so a held run is red in the runs list, the grid and
@@ -48,7 +49,8 @@ from foodtaster_airflow.spark_submit import RetryPassOperator, ValidateBatchOper
 
 VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
 RETRY_JOB = PROJECT_ROOT / "spark_jobs" / "retry_rows.py"
-TASK_IDS = ("land", "has_messages", "validate", "gate", "publish", "alert", "ledger", "verdict", "retry")
+TASK_IDS = ("land", "has_messages", "validate", "read_verdict", "publish", "alert", "ledger", "verdict",
+            "retry")
 REDRIVE_JOB = PROJECT_ROOT / "spark_jobs" / "redrive.py"
 REDRIVE_TASK_IDS = ("plan", "wants_redrive", "redrive", "announce", "release")
 DEFAULT_ARGS = {
@@ -226,9 +228,9 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     def has_messages(landed: dict) -> bool:
         return steps.has_messages(landed)
 
-    @task(task_id="gate")
-    def gate(landed: dict) -> dict:
-        return steps.gate(dataset, landed)
+    @task(task_id="read_verdict")
+    def read_verdict(landed: dict) -> dict:
+        return steps.read_verdict(dataset, landed)
 
     @task(task_id="publish", outlets=[asset])
     def publish(decision: dict, **context) -> dict:
@@ -264,7 +266,7 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
         landed=landed,
         **VALIDATE_RETRIES,
     )
-    decision = gate(landed)  # type: ignore[arg-type]
+    decision = read_verdict(landed)  # type: ignore[arg-type]
     published = publish(decision)  # type: ignore[arg-type]
     alerted = alert(decision)  # type: ignore[arg-type]
     recorded = ledger(landed, decision, published, alerted)  # type: ignore[arg-type]

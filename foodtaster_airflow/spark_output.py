@@ -160,7 +160,7 @@ def job_summary(summary: dict[str, Any]) -> str:
     rate = summary.get("quarantine_rate")
     shown = f"{float(rate):.2%}" if isinstance(rate, int | float) else "?"
     published = ("published" if summary.get("published")
-                 else "staged: the gate task reads the verdict, publish publishes it or it is held")
+                 else "staged: the read_verdict task reads the verdict, publish publishes it or it is held")
     return (f"summary: {summary.get('dataset', '?')} batch {summary.get('batch_id', '?')}: "
             f"{count('messages')} messages = {count('valid')} valid + {count('quarantined')} "
             f"quarantined + {count('duplicates_dropped')} duplicates dropped; quarantine rate "

@@ -142,10 +142,10 @@ def has_messages(handed: dict[str, Any]) -> bool:
     return True
 
 
-# ------------------------------------------------------------------------- gate
+# ----------------------------------------------------------------- read_verdict
 
 
-def gate(dataset: str, handed: dict[str, Any]) -> dict[str, Any]:
+def read_verdict(dataset: str, handed: dict[str, Any]) -> dict[str, Any]:
     """Read the batch summary and pass on its verdict (decided once, by the job: publish or
     hold, alert or not) with what the later tasks need."""
     from foodtaster.state.lake import exists, read_json
@@ -217,7 +217,7 @@ def publish(dataset: str, handed: dict[str, Any], outlet_event: Any) -> dict[str
 
 def publish_judged(lake: Lake, dataset: str, handed: dict[str, Any]) -> str:
     """Publish the run the gate judged (`foodtaster.state.publish.publish_judged`): the batch,
-    the judged run and its summary, as the gate's decision (its XCom) names them."""
+    the judged run and its summary, as the decision read_verdict passed on (its XCom) names them."""
     from foodtaster.state import publish as publishing
 
     try:

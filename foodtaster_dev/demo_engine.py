@@ -80,7 +80,7 @@ def format_report(summary: dict[str, Any], config: DatasetConfig) -> str:
         gate_line = f"FAILED: {failed}"
     verdict = summary.get("verdict", {})
     outcome = "published" if summary.get("published") else (
-        "staged, awaiting the gate task" if verdict.get("publish") else "HELD (not published)")
+        "staged, awaiting the publish task" if verdict.get("publish") else "HELD (not published)")
     why = "; ".join(verdict.get("why", ())) or "all thresholds met"
     lines = [
         f"dataset {summary['dataset']}  batch {summary['batch_id']}  date {summary['batch_date']}",

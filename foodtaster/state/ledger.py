@@ -191,7 +191,8 @@ def record_run(lake: Lake, dataset: str, entry: LedgerEntry, disable_after: int)
 def ledger_entry(landed: LandingResult, decision: Decision | None, published: bool,
                  alerted: dict[str, Any] | None, dag_id: str, run_id: str) -> LedgerEntry:
     """The ledger's record of a pipeline run, from what its tasks passed on (the landing, the
-    gate's decision, the publish and alert results): verdict `published`, `held` or `empty`."""
+    decision read_verdict passed on, the publish and alert results): verdict `published`,
+    `held` or `empty`."""
     landing = {
         "landed_messages": landed.messages,
         "files": len(landed.files),

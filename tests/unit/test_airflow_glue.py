@@ -120,7 +120,7 @@ def test_the_trigger_form_refuses_a_batch_id_no_batch_can_have_and_shows_no_mark
 def test_gate_reads_the_summary_and_passes_on_its_verdict(tmp_path):
     lake = Lake(str(tmp_path))
     write_json(lake.summary("orders", "20261120"), summary())
-    decision = steps.gate("orders", landed(lake))
+    decision = steps.read_verdict("orders", landed(lake))
     assert decision["verdict"]["publish"] and decision["verdict"]["alert"]  # 9% >= 2%
     assert decision["top_reasons"] == [["b.rule", 7], ["a.rule", 2], ["c.rule", 2]]
     assert decision["counts"]["messages"] == 100
@@ -130,14 +130,14 @@ def test_gate_reads_the_summary_and_passes_on_its_verdict(tmp_path):
 def test_gate_holds_a_batch_whose_counts_do_not_add_up(tmp_path):
     lake = Lake(str(tmp_path))
     write_json(lake.summary("orders", "20261120"), summary(valid=95, quarantine_rate=0.01))
-    verdict = steps.gate("orders", landed(lake))["verdict"]
+    verdict = steps.read_verdict("orders", landed(lake))["verdict"]
     assert not verdict["publish"] and verdict["severity"] == "critical"
     assert "do not add up" in verdict["why"][-1]
 
 
 def test_gate_fails_when_the_job_wrote_no_summary(tmp_path):
     with pytest.raises(steps.PipelineError, match="no summary"):
-        steps.gate("orders", landed(Lake(str(tmp_path))))
+        steps.read_verdict("orders", landed(Lake(str(tmp_path))))
 
 
 # --------------------------------------------------------------------- retry
@@ -165,7 +165,7 @@ def test_the_retry_tasks_check_reads_the_contract_and_the_lake_without_the_engin
 def test_ledger_entries_are_accepted_by_the_ledger(tmp_path, outcome):
     lake = Lake(str(tmp_path))
     write_json(lake.summary("orders", "20261120"), summary())
-    decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
+    decision = None if outcome == "empty" else steps.read_verdict("orders", landed(lake))
     published = {"valid": 90} if outcome == "published" else None
     entry = ledger_entry(lake, decision, published, "dag", "run")
     ledger.record_batch(lake, "orders", entry)
@@ -179,7 +179,7 @@ def test_the_run_note_leads_with_the_verdict_and_names_the_batch_and_its_inbox_d
     for outcome, changes in [("published", {}), ("empty", {}),
                              ("held", {"quarantine_rate": 0.3, "quarantined": 30, "valid": 69})]:
         write_json(lake.summary("orders", "20261120"), summary(**changes))
-        decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
+        decision = None if outcome == "empty" else steps.read_verdict("orders", landed(lake))
         published = {"valid": 90} if outcome == "published" else None
         notes[outcome] = ledger_step.run_note(ledger_entry(lake, decision, published, "dag", "run"))
     assert notes["published"] == (

@@ -28,7 +28,7 @@ def lake(tmp_path, monkeypatch) -> Lake:
 def recorded(lake: Lake, outcome: str) -> dict:
     """The ledger task's result for a run of `outcome`, its record written as the task does."""
     write_json(lake.summary("orders", "20261120"), summary(**(HELD if outcome == "held" else {})))
-    decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
+    decision = None if outcome == "empty" else steps.read_verdict("orders", landed(lake))
     published = {"valid": 90} if outcome == "published" else None
     entry = ledger_entry(lake, decision, published, "foodtaster_orders", RUN)
     ledger.record_batch(lake, "orders", entry)
