@@ -77,14 +77,14 @@ def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dic
     from foodtaster.state.lake import new_run_id
     from foodtaster.state.lease import batch_lease
 
-    lake = lake_from_env()
+    config, lake = _config(dataset), lake_from_env()
     if batch_id:
         date = landed_date(lake, dataset, check_batch_id(batch_id))
         hour = None
     # The scheduled DAG and the reprocess DAG may land one batch at once (each DAG lands one
     # at a time): the batch's lease keeps them from claiming and recording its files together.
     with batch_lease(lake, dataset, batch_id or batch_id_for(date, hour), f"land-{new_run_id()}"):
-        result = sources.land(_config(dataset), lake, date, batch_id=batch_id, hour=hour)
+        result = sources.land(config, lake, date, batch_id=batch_id, hour=hour)
     # A dataset that paused itself runs again only when an operator unpaused its DAG.
     ledger.re_enable(lake, dataset, result.batch_id)
     return replace(result, reprocess=bool(batch_id)).as_dict()
