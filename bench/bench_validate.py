@@ -511,7 +511,8 @@ def run_only(args: argparse.Namespace, workdir: Path) -> int:
 
 def run_full(spark: Any, input_path: str, out: Path, *, gate: bool, messages: int,
              dataset: str = "orders") -> dict[str, Any]:
-    from foodtaster.engine.job import BatchRun, run_batch
+    from foodtaster.engine.job import BatchRun
+    from foodtaster.engine.run import run_batch
     from foodtaster.registry import get_dataset
     from foodtaster.state.lake import Lake
 

@@ -101,7 +101,7 @@ class BatchSummary:
 
 @dataclass(frozen=True)
 class Decision:
-    """What the gate task hands the publish, alert and ledger tasks: the batch summary's
+    """What the read_verdict task hands the publish, alert and ledger tasks: the batch summary's
     verdict and the facts they need. An XCom, so it crosses as `to_json`."""
 
     dataset: str

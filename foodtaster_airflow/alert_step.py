@@ -1,16 +1,18 @@
 """The alert task: a batch's alert with the dataset's trend up to it, delivered through the
 dataset's channels (`foodtaster_airflow.channels`). Thin: the alert is built by
-`foodtaster.ops.alerts`, the trend by `foodtaster.ops.trend`.
+`foodtaster.ops.alerts`, the trend by `foodtaster.ops.trend`. Also a task's refusal of its run
+(`refuse`): noted on the run, alerted, and failed at once.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NoReturn
 
-from foodtaster.registry import DatasetConfig, get_dataset
+from foodtaster.errors import REFUSED_PREFIX
+from foodtaster.registry import DatasetConfig, get_dataset, lake_root
 from foodtaster.state.lake import Lake
-from foodtaster_airflow import channels
+from foodtaster_airflow import channels, ledger_step
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +54,10 @@ def alert_trend(lake: Lake, config: DatasetConfig, summary: dict[str, Any],
     import time
 
     from foodtaster.ops import trend
+    from foodtaster.state import ledger
 
     started = time.perf_counter()
-    pending = trend.pending_entry(summary, publish)
+    pending = ledger.pending_entry(summary, publish)
     found = trend.dataset_trend(lake, config, until=summary["batch_date"], pending=pending,
                                 limit=ALERT_TREND_BATCHES)
     try:
@@ -78,3 +81,29 @@ def current_run(dataset: str) -> tuple[str, str | None]:
     except Exception:  # noqa: BLE001 - called outside a task (tests, the CLI)
         return dag_id, None
     return getattr(context.get("dag"), "dag_id", dag_id), context.get("run_id")
+
+
+def refuse(dataset: str, batch_id: str, batch_date: str | None, task: str, reason: str,
+           dag_id: str, run_id: str) -> NoReturn:
+    """A task refused its run (`foodtaster.errors.refusal`): note it on the run, alert, and fail
+    the task at once, without retries, the reason as its last log line. An infrastructure
+    failure never comes here: it is raised as it is, and retried."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from foodtaster.ops import alerts
+    from foodtaster.state.refusals import Refusal, record_refusal
+
+    reason = " ".join(reason.removeprefix(REFUSED_PREFIX).split())
+    date = f", inbox date {batch_date}" if batch_date else ""
+    record_refusal(Lake(lake_root()), dataset, Refusal(batch_id, batch_date, task, reason, dag_id, run_id))
+    ledger_step.note_run(dataset, batch_id, dag_id, run_id,
+                         f"{REFUSED_PREFIX}batch {batch_id}{date}: {reason}")
+    message = alerts.build_refusal_alert(dataset, batch_id, batch_date, task, reason,
+                                         run_url=channels.run_url(dag_id, run_id))
+    try:
+        delivery = channels.deliver(message, get_dataset(dataset), Lake(lake_root()))
+        channels.log_delivery(dataset, batch_id, "refusal_alerted", delivery, Lake(lake_root()))
+    except Exception as err:  # noqa: BLE001 - the refusal stands; its alert is the courtesy
+        log.warning("dataset=%s batch=%s event=refusal_alert_failed %s", dataset, batch_id, err)
+    log.error("%s%s", REFUSED_PREFIX, reason)
+    raise AirflowFailException(REFUSED_PREFIX + reason)

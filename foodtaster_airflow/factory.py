@@ -4,8 +4,8 @@
 
 Per run (one data interval, the inbox folder `dt=<date>` of its start):
 
-    land -> has_messages -> validate -> gate -> publish ----> ledger -> verdict
-                                     \\         \\-> alert ----/
+    land -> has_messages -> validate -> read_verdict -> publish ----> ledger -> verdict
+                                     \\               \\-> alert ----/
                                       \\-> retry
 
 - land copies the interval's new inbox files to the raw partition (in the reprocess DAG,
@@ -16,7 +16,8 @@ Per run (one data interval, the inbox folder `dt=<date>` of its start):
 - has_messages ends an empty landing there: nothing downstream but the ledger;
 - validate is the Spark job (`spark_default`), retried with backoff when it fails on
   infrastructure; poison data never fails it;
-- gate reads the batch summary and passes on its verdict (`foodtaster.policy.decide`, run once by the job);
+- read_verdict reads the batch summary and passes on its verdict (`foodtaster.policy.decide`, run
+  once by the job): it decides nothing;
 - publish makes the staged valid rows visible and emits the dataset's Asset event;
 - alert runs only when the verdict says so; ledger records the batch;
 - verdict fails when the batch was held, so a held run is red in the runs list, the grid and
@@ -43,12 +44,13 @@ from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRul
 from foodtaster.errors import FoodtasterError, refusal
 from foodtaster.registry import PROJECT_ROOT, DatasetConfig, RegistryError, load_registry
 from foodtaster.state.lake import BATCH_ID_PATTERN
-from foodtaster_airflow import alert_step, lineage, redrive_steps, run_conf, steps
+from foodtaster_airflow import alert_step, ledger_step, lineage, redrive_steps, run_conf, steps
 from foodtaster_airflow.spark_submit import RetryPassOperator, ValidateBatchOperator, redrive_arguments
 
 VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
 RETRY_JOB = PROJECT_ROOT / "spark_jobs" / "retry_rows.py"
-TASK_IDS = ("land", "has_messages", "validate", "gate", "publish", "alert", "ledger", "verdict", "retry")
+TASK_IDS = ("land", "has_messages", "validate", "read_verdict", "publish", "alert", "ledger", "verdict",
+            "retry")
 REDRIVE_JOB = PROJECT_ROOT / "spark_jobs" / "redrive.py"
 REDRIVE_TASK_IDS = ("plan", "wants_redrive", "redrive", "announce", "release")
 DEFAULT_ARGS = {
@@ -140,7 +142,7 @@ def _start_date(config: DatasetConfig) -> pendulum.DateTime:
 
 def build_dag(config: DatasetConfig) -> DAG:
     """The scheduled DAG of one dataset: each data interval's inbox, landed and judged.
-    Task bodies live in `foodtaster_airflow.steps`."""
+    Task bodies live in `foodtaster_airflow.steps`, `alert_step` and `ledger_step`."""
     with DAG(
         dag_id=dag_id_for(config.name),
         description=config.description or f"Foodtaster pipeline of {config.name}",
@@ -209,19 +211,19 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
                 raise
             asked = conf.get("batch_id")  # the batch the refusal names: the one asked, else the day's
             asked = asked if isinstance(asked, str) and BATCH_ID_PATTERN.match(asked) else None
-            steps.refuse(dataset, asked or date.replace("-", ""), None if asked else date,
+            alert_step.refuse(dataset, asked or date.replace("-", ""), None if asked else date,
                          "land", str(err), dag.dag_id, context["run_id"])
-        steps.note_run(dataset, landed["batch_id"], dag.dag_id, context["run_id"],
-                       steps.landing_note(landed))
+        ledger_step.note_run(dataset, landed["batch_id"], dag.dag_id, context["run_id"],
+                       ledger_step.landing_note(landed))
         return landed
 
     @task.short_circuit(task_id="has_messages", ignore_downstream_trigger_rules=False)
     def has_messages(landed: dict) -> bool:
         return steps.has_messages(landed)
 
-    @task(task_id="gate")
-    def gate(landed: dict) -> dict:
-        return steps.gate(dataset, landed)
+    @task(task_id="read_verdict")
+    def read_verdict(landed: dict) -> dict:
+        return steps.read_verdict(dataset, landed)
 
     @lineage.publish_task(task_id="publish", outlets=[asset])  # @task, with OpenLineage facets
     def publish(decision: dict, **context) -> dict:
@@ -231,25 +233,20 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     def alert(decision: dict) -> dict:
         return alert_step.alert(dataset, decision)
 
+    # A skipped task's XComArg reads as None: an empty landing has no decision, a held batch
+    # no publication, a quiet one no alert.
     @task(task_id="ledger", trigger_rule=TriggerRule.NONE_FAILED)
-    def ledger(landed: dict, **context) -> dict:
-        ti = context["ti"]
-        return steps.ledger(
-            dataset,
-            landed,
-            decision=ti.xcom_pull(task_ids="gate"),
-            published=ti.xcom_pull(task_ids="publish"),
-            alerted=ti.xcom_pull(task_ids="alert"),
-            dag_id=dag.dag_id,
-            run_id=context["run_id"],
-        )
+    def ledger(landed: dict, decision: dict | None, published: dict | None, alerted: dict | None,
+               **context) -> dict:
+        return ledger_step.ledger(dataset, landed, decision, published, alerted, dag.dag_id,
+                                  context["run_id"])
 
     # No retry: a held batch stays held until a person acts; a retry would only say it again.
-    @task(task_id=steps.VERDICT_TASK, retries=0, doc_md=(
+    @task(task_id=ledger_step.VERDICT_TASK, retries=0, doc_md=(
         "Red when the batch was held (not published): its log says why and what to do. "
         "Skipped for an empty landing. Cleared by a release through the redrive DAG, it ends green."))
     def verdict(recorded: dict, **context) -> dict:
-        return steps.verdict(dataset, recorded, dag.dag_id, context["run_id"], context["ti"].try_number)
+        return ledger_step.verdict(dataset, recorded, dag.dag_id, context["run_id"], context["ti"].try_number)
 
     # A decorated task's call is typed with the function's parameters, but takes the upstream
     # tasks' XComArgs, which Airflow resolves to their values before it runs.
@@ -259,25 +256,26 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
         task_id="validate",
         application=str(VALIDATE_JOB),
         dataset=dataset,
+        landed=landed,
         **VALIDATE_RETRIES,
     )
-    decision = gate(landed)  # type: ignore[arg-type]
+    decision = read_verdict(landed)  # type: ignore[arg-type]
     published = publish(decision)
     alerted = alert(decision)  # type: ignore[arg-type]
-    recorded = ledger(landed)  # type: ignore[arg-type]
+    recorded = ledger(landed, decision, published, alerted)  # type: ignore[arg-type]
 
     gate_open >> validate >> decision
-    validate >> _retry_task(dataset)
+    validate >> _retry_task(dataset, landed)
     [published, alerted] >> recorded
     verdict(recorded)  # type: ignore[arg-type]
 
 
-def _retry_task(dataset: str) -> RetryPassOperator:
+def _retry_task(dataset: str, landed: Any) -> RetryPassOperator:
     """The retry pass, submitted like the validation job (same connection, jar, environment)
     when the lake says a row is due or a group is released, else done without Spark.
     One at a time a dataset: two passes at once would both publish a row that became due."""
     return RetryPassOperator(
-        task_id="retry", application=str(RETRY_JOB), dataset=dataset,
+        task_id="retry", application=str(RETRY_JOB), dataset=dataset, landed=landed,
         trigger_rule=TriggerRule.NONE_FAILED, max_active_tis_per_dag=1, **VALIDATE_RETRIES,
     )
 

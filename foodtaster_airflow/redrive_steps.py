@@ -10,7 +10,8 @@ from typing import Any
 
 from foodtaster.lake_paths import relative_to_lake
 from foodtaster.state.lake import Lake, check_batch_id, check_date
-from foodtaster_airflow.steps import PipelineError, lake_from_env, show_release
+from foodtaster_airflow.ledger_step import show_release
+from foodtaster_airflow.steps import PipelineError, lake_from_env
 
 log = logging.getLogger(__name__)
 

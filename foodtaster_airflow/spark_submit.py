@@ -9,29 +9,18 @@ a usage error (exit code 2: bad arguments), and a refusal (`REFUSED_EXIT_CODE`: 
 a redriven batch, a batch a live run holds, a contract that cannot be read), whose reason,
 the job's `REFUSED: ...` line, the validate task notes on the run, alerts, and logs last.
 
-The provider logs every line spark-submit prints at INFO on its hook's logger, so a
-Spark WARN or a Python traceback reads as INFO in the task log. `SparkOutputLog` gives
-each line the level it carries (log4j's `WARN`, Python logging's `WARNING`, a JVM
-`WARNING:` notice or `[warning]` log line, a traceback) and sends it to one of two
-loggers, which the task log shows as the line's source: `foodtaster.job` for the job's own
-lines (the engine's `foodtaster.*` log lines, e.g. `event=validated`, and the summary the job
-prints last), `foodtaster.spark` for everything Spark and the JVM say.
-
-The job's lines come first and read as a person reads them: as they come, the event first,
-without a second time stamp and level (the task log shows its own), the summary as a
-sentence, not a JSON line. Spark's and the JVM's lines follow once the job ends, folded in
-one log group the UI opens on a click, each at its level.
+Each line spark-submit prints goes to the task log at its own level, the job's first and
+Spark's folded after them (`foodtaster_airflow.spark_output`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 import sys
-from collections import Counter, deque
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, NoReturn
 
@@ -39,7 +28,10 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import BaseOperator, Connection
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 
-from foodtaster.errors import REFUSED_EXIT_CODE, REFUSED_PREFIX
+from foodtaster.errors import REFUSED_EXIT_CODE
+from foodtaster.landing import LandingResult
+from foodtaster.state.lake import Lake
+from foodtaster_airflow.spark_output import SparkOutputLog
 
 DEFAULT_MASTER = "local[*]"
 log = logging.getLogger(__name__)
@@ -48,24 +40,24 @@ SPARK_CONF_ENV = "FOODTASTER_SPARK_CONF"  # extra --conf pairs for this deployme
 PASSED_ENV = ("FOODTASTER_LAKE", "FOODTASTER_REGISTRY", "JAVA_HOME")
 
 
-def _landed(key: str) -> str:
-    return "{{ ti.xcom_pull(task_ids='land')['" + key + "'] }}"
-
-
 def job_name(dataset: str) -> str:
     """The validation job's Spark application name, as the cluster's UI lists it."""
     return f"foodtaster-validate-{dataset}"
 
 
-def job_arguments(dataset: str) -> list[str]:
-    """The job's command line, rendered from the land task's result at run time."""
+def job_arguments(dataset: str, landed: LandingResult | None = None, run_id: str | None = None) -> list[str]:
+    """The job's command line for the land task's result (`landed`, known when the task runs):
+    without one, only what the DAG knows when it is parsed."""
+    batch = [] if landed is None else [
+        "--input", landed.raw_path,
+        "--batch-id", landed.batch_id,
+        "--lake", landed.lake,
+        "--batch-date", landed.batch_date,
+    ]
     return [
         "--dataset", dataset,
-        "--input", _landed("raw_path"),
-        "--batch-id", _landed("batch_id"),
-        "--lake", _landed("lake"),
-        "--batch-date", _landed("batch_date"),
-        "--run-id", "{{ run_id }}",  # the job makes it a path name; the summary carries it on
+        *batch,
+        *(["--run-id", run_id] if run_id else []),  # the job makes it a path name; the summary carries it on
         "--no-publish",  # the publish task publishes, after the gate
     ]
 
@@ -74,9 +66,9 @@ def _planned(key: str) -> str:
     return "{{ ti.xcom_pull(task_ids='plan')['" + key + "'] }}"
 
 
-def retry_arguments(dataset: str) -> list[str]:
+def retry_arguments(dataset: str, lake: str, run_id: str) -> list[str]:
     """The retry pass's command line: it takes no batch, it judges the rows that are due."""
-    return ["--dataset", dataset, "--lake", _landed("lake"), "--run-id", "{{ run_id }}"]
+    return ["--dataset", dataset, "--lake", lake, "--run-id", run_id]
 
 
 def redrive_arguments(dataset: str) -> list[str]:
@@ -153,16 +145,19 @@ class ValidateBatchOperator(BaseOperator):
     `k8s://https://host:443`); without that connection the job runs on `local[*]`.
     """
 
-    template_fields: Sequence[str] = ("application", "conf", "application_args", "env_vars", "name")
+    template_fields: Sequence[str] = ("application", "conf", "application_args", "env_vars", "name",
+                                      "landed")
 
     def __init__(self, *, dataset: str, application: str, conn_id: str = "spark_default",
                  arguments: list[str] | None = None, conf: dict[str, str] | None = None,
                  env_vars: dict[str, str] | None = None, name: str | None = None,
-                 **kwargs: Any) -> None:
-        """`arguments`: another job's command line (the redrive's); default the validation job's,
-        whose refusal is noted on the run and alerted as its landed batch's."""
+                 landed: Any = None, **kwargs: Any) -> None:
+        """`arguments`: another job's command line (the redrive's); default the validation job's
+        of `landed`, the land task's result (its XComArg, resolved to its JSON form when the task
+        runs), whose refusal is noted on the run and alerted as its landed batch's."""
         super().__init__(**kwargs)
         self.validates_landed_batch = arguments is None
+        self.landed = landed
         self.dataset = dataset
         self.application = application
         self.conn_id = conn_id
@@ -177,7 +172,14 @@ class ValidateBatchOperator(BaseOperator):
         return SparkJobHook(conf=self.conf, conn_id=self.conn_id, name=self.name,
                             application_args=self.application_args, env_vars=self.env_vars)
 
+    def landing(self) -> LandingResult | None:
+        """The land task's result, once the task runs (None for an operator built without one)."""
+        return LandingResult.from_dict(self.landed) if isinstance(self.landed, dict) else None
+
     def execute(self, context: Any) -> dict[str, Any] | None:  # None: no XCom (a subclass may push one)
+        landed = self.landing()
+        if self.validates_landed_batch and landed is not None:
+            self.application_args = job_arguments(self.dataset, landed, context["run_id"])
         env = job_environment()
         self.conf = submit_conf(env["PYSPARK_PYTHON"], os.environ.get(SPARK_CONF_ENV), self.conf)
         self.env_vars = {**env, **(self.env_vars or {})}
@@ -200,13 +202,13 @@ class ValidateBatchOperator(BaseOperator):
         return None
 
     def refuse(self, context: Any, reason: str) -> NoReturn:
-        """The job refused its run: fail at once, the reason last (`steps.refuse` for the
+        """The job refused its run: fail at once, the reason last (`alert_step.refuse` for the
         validation job: noted on the run and alerted as well)."""
-        if self.validates_landed_batch:
-            from foodtaster_airflow import steps
+        landed = self.landing()
+        if self.validates_landed_batch and landed is not None:
+            from foodtaster_airflow import alert_step
 
-            landed = context["ti"].xcom_pull(task_ids="land")
-            steps.refuse(self.dataset, landed["batch_id"], landed["batch_date"], self.task_id, reason,
+            alert_step.refuse(self.dataset, landed.batch_id, landed.batch_date, self.task_id, reason,
                          context["ti"].dag_id, context["run_id"])
         log.error("%s", reason)
         raise AirflowFailException(reason)
@@ -222,18 +224,21 @@ class ValidateBatchOperator(BaseOperator):
 
 class RetryPassOperator(ValidateBatchOperator):
     """The retry pass (`spark_jobs/retry_rows.py`) of a dataset: it starts Spark only when
-    the lake says the pass has something to do (`steps.retry_work`); a scheduled run with no
+    the lake says the pass has something to do (`retry_work`); a scheduled run with no
     row due and no group to release ends green without a JVM start."""
 
-    def __init__(self, *, dataset: str, **kwargs: Any) -> None:
+    def __init__(self, *, dataset: str, landed: Any, **kwargs: Any) -> None:
         kwargs.setdefault("name", f"foodtaster-retry-{dataset}")
-        super().__init__(dataset=dataset, arguments=retry_arguments(dataset), **kwargs)
+        super().__init__(dataset=dataset, arguments=["--dataset", dataset], landed=landed, **kwargs)
 
     def execute(self, context: Any) -> dict[str, Any] | None:
         from foodtaster.logs import batch_logger
-        from foodtaster_airflow.steps import retry_work
 
-        lake = context["ti"].xcom_pull(task_ids="land")["lake"]
+        landed = self.landing()
+        if landed is None:
+            raise AirflowFailException(f"{self.task_id} runs after a land task: it has no landing")
+        lake = landed.lake
+        self.application_args = retry_arguments(self.dataset, lake, context["run_id"])
         why = retry_work(self.dataset, lake)
         log = batch_logger(__name__, self.dataset, "-")
         if why is None:
@@ -242,6 +247,19 @@ class RetryPassOperator(ValidateBatchOperator):
         log.event("retry_started", why=why)
         super().execute(context)
         return None
+
+
+def retry_work(dataset: str, lake_uri: str) -> str | None:
+    """Why the retry pass of `dataset` must run now, or None: then the retry task starts no
+    Spark (foodtaster.state.retries reads the lake with pyarrow) and imports no engine module.
+    (pandera itself imports pyspark.pandas when pyspark is installed: that import stays.)"""
+    from foodtaster.contract_references import read_references, retryable
+    from foodtaster.registry import get_dataset
+    from foodtaster.state.retries import retry_work as due_work
+
+    config = get_dataset(dataset)
+    policies = retryable(read_references(config.load_contract()))
+    return due_work(Lake(lake_uri), dataset, policies, config.group_by, datetime.now(UTC))
 
 
 # SparkSubmitHook.submit's failure names spark-submit's exit code, its only public trace:
@@ -254,148 +272,3 @@ def submit_exit_code(err: Exception) -> int | None:
     """spark-submit's exit code in the hook's failure, None when the failure is not its exit."""
     match = SUBMIT_EXIT_CODE.search(str(err))
     return int(match.group(1)) if match else None
-
-
-# ------------------------------------------------------------------ output levels
-
-JOB_LOGGER = "foodtaster.job"  # the job's own lines: a person filters the task log by it
-SPARK_LOGGER = "foodtaster.spark"  # Spark's log4j lines and the JVM's notices
-LEVELS = {
-    "TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
-    "WARN": logging.WARNING, "WARNING": logging.WARNING, "ERROR": logging.ERROR,
-    "FATAL": logging.CRITICAL, "CRITICAL": logging.CRITICAL,
-}
-_LEVEL = "|".join(LEVELS)
-# log4j2-defaults.properties: `%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m`
-LOG4J_LINE = re.compile(rf"^\d{{2}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}} ({_LEVEL}) ")
-# foodtaster.logs.configure: `%(asctime)s %(levelname)s %(name)s %(message)s`
-PYTHON_LINE = re.compile(
-    rf"^\d{{4}}-\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}},\d{{3}} ({_LEVEL}) (\S+) "
-)
-NOTICE_LINE = re.compile(rf"^({_LEVEL}): ")  # the JVM's `WARNING: Using incubator modules`
-# HotSpot's own log (-Xlog), on stdout, its level in lower case: a stale class-data-sharing
-# archive's `[0.186s][warning][cds,dynamic] Unable to use shared archive`.
-JVM_LOG_LINE = re.compile(rf"^\[[\d.]+s\]\[({_LEVEL.lower()})\]\[")
-# Lines that continue the one before (the provider strips their indent): a Java stack trace.
-CONTINUATION = re.compile(r"^(at |Caused by|Suppressed:|\.\.\. \d+ more|[\w.$]+(Error|Exception)\b)")
-# The line that closes a Python traceback: `ValueError: why` (or a bare `KeyboardInterrupt`).
-TRACEBACK_END = re.compile(r"^[A-Za-z_][\w.]*(: |$)")
-
-
-SPARK_LINES_KEPT = 20_000  # Spark lines held until the job ends; beyond, the oldest are dropped
-EVENT = re.compile(r"^(?P<before>.*?)\s*\bevent=(?P<event>\S+)(?P<after>.*)$")
-
-
-class SparkOutputLog:
-    """Stands in for a SparkSubmitHook's logger: the hook's own messages (with %-args) go to
-    its logger as before; a bare line, which is spark-submit output, goes out at its level.
-
-    A line without a level of its own takes the level of the line it continues (a stack
-    trace under an ERROR stays ERROR); any other plain line is INFO, on the job's logger
-    when it is the job's JSON summary. The job's lines go out at once, made readable
-    (`readable`); Spark's wait for `flush`, which logs them in one folded group.
-    """
-
-    def __init__(self, hook_log: Any) -> None:
-        self._hook_log = hook_log
-        self._last: tuple[logging.Logger, int] | None = None
-        self._in_traceback = False
-        self._spark: deque[tuple[int, str]] = deque(maxlen=SPARK_LINES_KEPT)
-        self._spark_seen = 0
-        self.refusal: str | None = None  # the job's `REFUSED: ...` line, when it refused its run
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._hook_log, name)
-
-    def info(self, msg: Any, *args: Any, **kwargs: Any) -> None:
-        if args or kwargs or not isinstance(msg, str):
-            self._hook_log.info(msg, *args, **kwargs)
-            return
-        logger, level = self.route(msg)
-        if logger.name == SPARK_LOGGER:
-            self._spark.append((level, msg))
-            self._spark_seen += 1
-            return
-        logger.log(level, "%s", readable(msg))
-
-    def flush(self) -> None:
-        """Log Spark's and the JVM's lines held so far, in one group the task log folds."""
-        if not self._spark:
-            return
-        spark = logging.getLogger(SPARK_LOGGER)
-        counts = Counter(logging.getLevelName(level).lower() for level, _ in self._spark)
-        levels = ", ".join(f"{count} {name}" for name, count in sorted(counts.items()))
-        dropped = self._spark_seen - len(self._spark)
-        spark.info("::group::Spark and the JVM: %d lines (%s)%s", self._spark_seen, levels,
-                   f", the first {dropped} not kept" if dropped else "")
-        for level, line in self._spark:
-            spark.log(level, "%s", line)
-        spark.info("::endgroup::")
-        self._spark.clear()
-        self._spark_seen = 0
-
-    def route(self, line: str) -> tuple[logging.Logger, int]:
-        """The logger and level for one line of spark-submit's output."""
-        spark, job = logging.getLogger(SPARK_LOGGER), logging.getLogger(JOB_LOGGER)
-        if self._in_traceback and self._last is not None:
-            # every line up to the exception's own, whatever it looks like, is the trace
-            self._in_traceback = not (TRACEBACK_END.match(line) and not line.startswith("File "))
-            return self._last
-        if match := PYTHON_LINE.match(line):
-            name = match.group(2)
-            routed = (job if name.split(".")[0] == "foodtaster" else spark,
-                      LEVELS[match.group(1)])
-        elif match := LOG4J_LINE.match(line) or NOTICE_LINE.match(line):
-            routed = spark, LEVELS[match.group(1)]
-        elif match := JVM_LOG_LINE.match(line):
-            routed = spark, LEVELS[match.group(1).upper()]
-        elif line.startswith("Traceback (most recent call last)"):
-            routed = self._last[0] if self._last else spark, logging.ERROR
-            self._in_traceback = True
-        elif self._last is not None and CONTINUATION.match(line):
-            routed = self._last
-        elif line.startswith(REFUSED_PREFIX):
-            routed = job, logging.ERROR  # validate_batch.py's last line when it refused its run
-            self.refusal = line
-        elif line.startswith("{") and '"batch_id"' in line:
-            routed = job, logging.INFO  # the JSON summary validate_batch.py prints last
-        else:
-            routed = spark, logging.INFO
-        self._last = routed
-        return routed
-
-
-
-def readable(line: str) -> str:
-    """One of the job's lines as a person reads it in the task log, which shows the time and
-    level already: an engine line as `<event>: <fields> (<module>)`, the summary the job prints
-    last as a sentence; any other line (a traceback's, a refusal) as it is."""
-    if match := PYTHON_LINE.match(line):
-        name, rest = match.group(2), line[match.end():]
-        event = EVENT.match(rest)
-        if event:
-            fields = " ".join(part for part in (event["before"], event["after"].strip()) if part)
-            return f"{event['event']}: {fields} ({name})"
-        return f"{rest} ({name})"
-    if line.startswith("{") and '"batch_id"' in line:
-        try:
-            summary = json.loads(line)
-        except ValueError:
-            return line
-        return job_summary(summary)
-    return line
-
-
-def job_summary(summary: dict[str, Any]) -> str:
-    """The summary line validate_batch.py prints last, as a sentence."""
-    def count(key: str) -> str:
-        return str(summary.get(key, "?"))
-
-    rate = summary.get("quarantine_rate")
-    shown = f"{float(rate):.2%}" if isinstance(rate, int | float) else "?"
-    published = ("published" if summary.get("published")
-                 else "staged: the gate task reads the verdict, publish publishes it or it is held")
-    return (f"summary: {summary.get('dataset', '?')} batch {summary.get('batch_id', '?')}: "
-            f"{count('messages')} messages = {count('valid')} valid + {count('quarantined')} "
-            f"quarantined + {count('duplicates_dropped')} duplicates dropped; quarantine rate "
-            f"{shown}; {published}")

@@ -80,7 +80,7 @@ def format_report(summary: dict[str, Any], config: DatasetConfig) -> str:
         gate_line = f"FAILED: {failed}"
     verdict = summary.get("verdict", {})
     outcome = "published" if summary.get("published") else (
-        "staged, awaiting the gate task" if verdict.get("publish") else "HELD (not published)")
+        "staged, awaiting the publish task" if verdict.get("publish") else "HELD (not published)")
     why = "; ".join(verdict.get("why", ())) or "all thresholds met"
     lines = [
         f"dataset {summary['dataset']}  batch {summary['batch_id']}  date {summary['batch_date']}",
@@ -121,7 +121,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from foodtaster.engine.job import BatchRun, run_batch
+    from foodtaster.engine.job import BatchRun
+    from foodtaster.engine.run import run_batch
     from foodtaster.engine.spark import build_session
     from foodtaster.logs import configure
     from foodtaster.registry import get_dataset, lake_root

@@ -482,16 +482,7 @@ def generate_batch(out_dir: str | Path, *, messages: int = 1000, seed: int = 7,
     twice. keep_truth=False skips the per-line truth (millions of lines).
     """
     day = date.fromisoformat(batch_date)
-    wanted = list(dict.fromkeys(POISON_KINDS if kinds is None else kinds))
-    unknown = sorted(set(wanted) - set(POISON_KINDS))
-    if unknown:
-        raise ValueError(f"unknown poison kinds {unknown}; known: {', '.join(POISON_KINDS)}")
-    if not 1 <= files <= messages:
-        raise ValueError(f"need 1 <= files <= messages, got files={files} messages={messages}")
-    if not 0 <= gzip_files <= files:
-        raise ValueError(f"need 0 <= gzip_files <= files, got {gzip_files}")
-    if not 0.0 <= poison_rate <= 1.0:
-        raise ValueError(f"poison_rate must be within [0, 1], got {poison_rate}")
+    wanted = checked_kinds(kinds, POISON_KINDS, messages, files, gzip_files, poison_rate)
     if max_message_bytes < 1:
         raise ValueError(f"max_message_bytes must be positive, got {max_message_bytes}")
 
@@ -530,13 +521,52 @@ def generate_batch(out_dir: str | Path, *, messages: int = 1000, seed: int = 7,
             return _oversized(rec, instance, max_message_bytes) + "\n"
         return _MAKERS[kind](rec, instance, rng) + "\n"
 
-    out = Path(out_dir)
+    def line(n: int) -> str:
+        drawn = special(n) if n in plan else good(n)
+        # Drawn and then replaced: the random stream, so every other line, stays the same.
+        return resent.get(n, drawn)
+
+    def line_truth(name: str, number: int, n: int) -> LineTruth:
+        kind = labels.get(n, "good")
+        return LineTruth(name, number, kind, _expected(kind))
+
+    paths, truth = write_files(Path(out_dir), f"orders-{day.isoformat()}", bounds, gzip_files, line,
+                               line_truth if keep_truth else None)
+    return SampleBatch(files=paths, truth=truth, messages=messages,
+                       outcomes=counted_outcomes(labels, messages, _expected))
+
+
+def checked_kinds(kinds: Sequence[str] | None, known: Sequence[str], messages: int, files: int,
+                  gzip_files: int, poison_rate: float) -> list[str]:
+    """The poison kinds a generator is asked for (default: every kind it `known`s), once each,
+    after checking them and the batch's shape; a ValueError says what is wrong."""
+    wanted = list(dict.fromkeys(known if kinds is None else kinds))
+    unknown = sorted(set(wanted) - set(known))
+    if unknown:
+        raise ValueError(f"unknown poison kinds {unknown}; known: {', '.join(known)}")
+    if not 1 <= files <= messages:
+        raise ValueError(f"need 1 <= files <= messages, got files={files} messages={messages}")
+    if not 0 <= gzip_files <= files:
+        raise ValueError(f"need 0 <= gzip_files <= files, got {gzip_files}")
+    if not 0.0 <= poison_rate <= 1.0:
+        raise ValueError(f"poison_rate must be within [0, 1], got {poison_rate}")
+    return wanted
+
+
+def write_files(out: Path, prefix: str, bounds: list[int], gzip_files: int, line: Callable[[int], str],
+                truth: Callable[[str, int, int], T] | None) -> tuple[list[str], list[T]]:
+    """Write lines `bounds[0]`..`bounds[-1]` (`line(n)`, drawn in order) over the files
+    `<prefix>-part-NNNN.jsonl` of `out`, file i holding bounds[i]..bounds[i + 1], the last
+    `gzip_files` of them gzip-compressed, byte-identical for the same lines (no name, no time
+    in the gzip header); with `truth`, a record a line (file name, 1-based line, n), drawn
+    after its chunk's lines. Returns the files' paths and the records."""
     out.mkdir(parents=True, exist_ok=True)
     paths: list[str] = []
-    truth: list[LineTruth] = []
+    records: list[T] = []
+    files = len(bounds) - 1
     for i in range(files):
         compressed = i >= files - gzip_files
-        name = f"orders-{day.isoformat()}-part-{i:04d}.jsonl" + (".gz" if compressed else "")
+        name = f"{prefix}-part-{i:04d}.jsonl" + (".gz" if compressed else "")
         path = out / name
         paths.append(str(path.resolve()))
         with open(path, "wb") as raw, (
@@ -545,20 +575,18 @@ def generate_batch(out_dir: str | Path, *, messages: int = 1000, seed: int = 7,
         ) as sink:
             for lo in range(bounds[i], bounds[i + 1], _CHUNK):
                 hi = min(lo + _CHUNK, bounds[i + 1])
-                lines = [special(n) if n in plan else good(n) for n in range(lo, hi)]
-                # Drawn and then replaced: the random stream, so every other line, stays the same.
-                lines = [resent.get(n, line) for n, line in zip(range(lo, hi), lines, strict=True)]
-                sink.write("".join(lines).encode("utf-8", "surrogateescape"))
-                if keep_truth:
-                    truth.extend(
-                        LineTruth(name, n - bounds[i] + 1, kind, _expected(kind))
-                        for n in range(lo, hi) for kind in (labels.get(n, "good"),)
-                    )
+                sink.write("".join(line(n) for n in range(lo, hi)).encode("utf-8", "surrogateescape"))
+                if truth is not None:
+                    records.extend(truth(name, n - bounds[i] + 1, n) for n in range(lo, hi))
+    return paths, records
 
+
+def counted_outcomes(labels: dict[int, str], messages: int, expected: Callable[[str], str]) -> dict[str, int]:
+    """How many lines of each expected outcome: the labelled ones by their kind, the rest valid."""
     outcomes = dict.fromkeys((VALID, QUARANTINED, DUPLICATE_DROPPED), 0)
-    outcomes.update(Counter(_expected(kind) for kind in labels.values()))
+    outcomes.update(Counter(expected(kind) for kind in labels.values()))
     outcomes[VALID] += messages - len(labels)
-    return SampleBatch(files=paths, truth=truth, messages=messages, outcomes=outcomes)
+    return outcomes
 
 
 def _resent_places(resend: Sequence[bytes], plan: dict, messages: int) -> dict[int, str]:

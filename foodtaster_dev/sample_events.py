@@ -12,21 +12,17 @@ column. Planning, placement, outcomes and the batch's shape are the flat generat
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import random
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from functools import partial
 from pathlib import Path
 
+from foodtaster_dev import sample
 from foodtaster_dev.sample import (
-    DUPLICATE_DROPPED,
-    QUARANTINED,
-    VALID,
     LineTruth,
     SampleBatch,
     _expected,
@@ -60,7 +56,6 @@ POISON_KINDS: tuple[str, ...] = (
 )
 
 EVENT_TYPES = ("com.shop.order.created", "com.shop.order.paid", "com.shop.order.shipped")
-_CHUNK = 65536  # lines joined and written at once
 DEEP = 1001  # arrays nested in one unknown field: past the parser's 1000 levels
 
 # Check ids as `rules.rule_id` names them from the contract (tests/unit/test_sample_events.py
@@ -541,16 +536,7 @@ def generate_events(out_dir: str | Path, *, messages: int = 1000, seed: int = 7,
     per-line truth (millions of lines); the counts stay.
     """
     day = date.fromisoformat(batch_date)
-    wanted = list(dict.fromkeys(POISON_KINDS if kinds is None else kinds))
-    unknown = sorted(set(wanted) - set(POISON_KINDS))
-    if unknown:
-        raise ValueError(f"unknown poison kinds {unknown}; known: {', '.join(POISON_KINDS)}")
-    if not 1 <= files <= messages:
-        raise ValueError(f"need 1 <= files <= messages, got files={files} messages={messages}")
-    if not 0 <= gzip_files <= files:
-        raise ValueError(f"need 0 <= gzip_files <= files, got {gzip_files}")
-    if not 0.0 <= poison_rate <= 1.0:
-        raise ValueError(f"poison_rate must be within [0, 1], got {poison_rate}")
+    wanted = sample.checked_kinds(kinds, POISON_KINDS, messages, files, gzip_files, poison_rate)
 
     rng = random.Random(seed)
     bounds = [i * messages // files for i in range(files + 1)]
@@ -573,34 +559,17 @@ def generate_events(out_dir: str | Path, *, messages: int = 1000, seed: int = 7,
         text, reasons[n] = _MAKERS[kind](json.loads(line), instance, rng, dump)
         return text + "\n"
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths: list[str] = []
-    truth: list[LineTruth] = []
-    for i in range(files):
-        compressed = i >= files - gzip_files
-        name = f"{DATASET}-{day.isoformat()}-part-{i:04d}.jsonl" + (".gz" if compressed else "")
-        path = out / name
-        paths.append(str(path.resolve()))
-        with open(path, "wb") as raw, (
-            gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=1, mtime=0)
-            if compressed else raw
-        ) as sink:
-            for lo in range(bounds[i], bounds[i + 1], _CHUNK):
-                hi = min(lo + _CHUNK, bounds[i + 1])
-                lines = [special(n) if n in plan else good(n) for n in range(lo, hi)]
-                sink.write("".join(lines).encode("utf-8", "surrogateescape"))
-                if keep_truth:
-                    truth.extend(
-                        EventTruth(name, n - bounds[i] + 1, kind, _expected(kind),
-                                   reasons.get(n, NO_REASONS))
-                        for n in range(lo, hi) for kind in (labels.get(n, "good"),)
-                    )
+    def line(n: int) -> str:
+        return special(n) if n in plan else good(n)
 
-    outcomes = dict.fromkeys((VALID, QUARANTINED, DUPLICATE_DROPPED), 0)
-    outcomes.update(Counter(_expected(kind) for kind in labels.values()))
-    outcomes[VALID] += messages - len(labels)
-    return SampleBatch(files=paths, truth=truth, messages=messages, outcomes=outcomes)
+    def line_truth(name: str, number: int, n: int) -> EventTruth:
+        kind = labels.get(n, "good")
+        return EventTruth(name, number, kind, _expected(kind), reasons.get(n, NO_REASONS))
+
+    paths, truth = sample.write_files(Path(out_dir), f"{DATASET}-{day.isoformat()}", bounds, gzip_files,
+                                      line, line_truth if keep_truth else None)
+    return SampleBatch(files=paths, truth=truth, messages=messages,
+                       outcomes=sample.counted_outcomes(labels, messages, _expected))
 
 
 def write_truth(truth: Sequence[EventTruth], path: str | Path) -> None:

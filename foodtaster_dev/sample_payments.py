@@ -11,11 +11,9 @@ are the flat generator's (`foodtaster_dev.sample`), the truth record `sample_eve
 
 from __future__ import annotations
 
-import gzip
 import json
 import random
 import unicodedata
-from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path as FilePath
@@ -345,35 +343,26 @@ def generate_payments(out_dir: str | FilePath, *, messages: int = 1000, seed: in
     compressed) and return each line's kind, expected outcome and reasons. The same arguments
     give the same bytes; each requested kind appears at least once when messages >= 4 * kinds."""
     day = date.fromisoformat(batch_date)
-    wanted = list(dict.fromkeys(POISON_KINDS if kinds is None else kinds))
-    unknown = sorted(set(wanted) - set(POISON_KINDS))
-    if unknown:
-        raise ValueError(f"unknown poison kinds {unknown}; known: {', '.join(POISON_KINDS)}")
-    if not 1 <= files <= messages or not 0 <= gzip_files <= files or not 0.0 <= poison_rate <= 1.0:
-        raise ValueError("need 1 <= files <= messages, 0 <= gzip_files <= files, 0 <= poison_rate <= 1")
+    wanted = sample.checked_kinds(kinds, POISON_KINDS, messages, files, gzip_files, poison_rate)
     rng = random.Random(seed)
     bounds = [i * messages // files for i in range(files + 1)]
     plan = sample._place(sample._units(messages, poison_rate, wanted, rng), bounds, rng)
-    out = FilePath(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths, truth = [], []
-    for i in range(files):
-        name = f"{DATASET}-{day.isoformat()}-part-{i:04d}.jsonl" + (".gz" if i >= files - gzip_files else "")
-        lines = []
-        for n in range(bounds[i], bounds[i + 1]):
-            kind, variant = plan.get(n, ("good", 0))
-            line, reasons = _line(rng, day, kind, variant)
-            lines.append(line)
-            if keep_truth:
-                truth.append(EventTruth(name, n - bounds[i] + 1, kind, sample._expected(kind), reasons))
-        data = "".join(lines).encode("utf-8", "surrogateescape")
-        with open(out / name, "wb") as raw:
-            raw.write(gzip.compress(data, compresslevel=1, mtime=0) if name.endswith(".gz") else data)
-        paths.append(str((out / name).resolve()))
-    outcomes = dict.fromkeys((sample.VALID, sample.QUARANTINED, sample.DUPLICATE_DROPPED), 0)
-    outcomes.update(Counter(sample._expected(kind) for kind, _ in plan.values()))
-    outcomes[sample.VALID] += messages - len(plan)
-    return SampleBatch(files=paths, truth=truth, messages=messages, outcomes=outcomes)
+    labels = {n: kind for n, (kind, _) in plan.items()}
+    reasons: dict[int, Reasons] = {}
+
+    def line(n: int) -> str:
+        kind, variant = plan.get(n, ("good", 0))
+        text, reasons[n] = _line(rng, day, kind, variant)
+        return text
+
+    def line_truth(name: str, number: int, n: int) -> EventTruth:
+        kind = labels.get(n, "good")
+        return EventTruth(name, number, kind, sample._expected(kind), reasons.pop(n))
+
+    paths, truth = sample.write_files(FilePath(out_dir), f"{DATASET}-{day.isoformat()}", bounds, gzip_files,
+                                      line, line_truth if keep_truth else None)
+    return SampleBatch(files=paths, truth=truth, messages=messages,
+                       outcomes=sample.counted_outcomes(labels, messages, sample._expected))
 
 
 def _line(rng: random.Random, day: date, kind: str, variant: int) -> tuple[str, Reasons]:

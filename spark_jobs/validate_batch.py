@@ -20,13 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the engine, when run from a checkout
 
-from foodtaster.engine.job import BatchRun, check_not_redriven, run_batch  # noqa: E402
+from foodtaster.engine.job import BatchRun  # noqa: E402
+from foodtaster.engine.run import claimed, judge_isolating_crashes, publish_if_passed  # noqa: E402
 from foodtaster.engine.spark import build_session  # noqa: E402
 from foodtaster.errors import REFUSED_EXIT_CODE, REFUSED_PREFIX, FoodtasterError, refusal  # noqa: E402
 from foodtaster.logs import configure  # noqa: E402
 from foodtaster.registry import get_dataset, lake_root  # noqa: E402
 from foodtaster.state.lake import Lake, check_batch_id, check_date, new_run_id, run_id_from  # noqa: E402
-from foodtaster.state.lease import batch_lease  # noqa: E402
 
 
 def _checked(check):
@@ -55,7 +55,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--master", default=None,
                         help="Spark master (default: spark-submit's, else local[*])")
     parser.add_argument("--no-publish", dest="publish", action="store_false",
-                        help="leave valid rows staged; the pipeline's gate task publishes")
+                        help="leave valid rows staged; the pipeline's publish task publishes")
     parser.add_argument("--no-gate", dest="gate", action="store_false",
                         help="skip the Great Expectations batch gate")
     return parser.parse_args(argv)
@@ -79,15 +79,16 @@ def validate(args: argparse.Namespace) -> int:
     run = BatchRun(config=config, input_path=args.input, lake=Lake(args.lake or lake_root()),
                    batch_id=args.batch_id, batch_date=args.batch_date, publish=args.publish,
                    gate=args.gate, run_id=args.run_id or new_run_id())
-    # Taken and checked before Spark starts, so a second run of the batch, or a rerun of a
-    # redriven one, is refused in a second.
-    with batch_lease(run.lake, config.name, run.batch_id, run.run_id):
-        check_not_redriven(run.lake, config.name, run.batch_id)
+    # Claimed before Spark starts (`foodtaster.engine.run`), so a second run of the batch, or a
+    # rerun of a redriven one, is refused in a second; published after the lease is let go, as
+    # the publish task publishes.
+    with claimed(run) as landed:
         spark = build_session(f"foodtaster-{args.dataset}-{args.batch_id}", master=args.master)
         try:
-            summary = run_batch(spark, run)
+            summary = judge_isolating_crashes(spark, landed)
         finally:
             spark.stop()
+    summary = publish_if_passed(landed, summary)
     document = summary.to_json()
     print(json.dumps({k: document[k] for k in (
         "dataset", "batch_id", "run_id", "messages", "valid", "quarantined", "duplicates_dropped",

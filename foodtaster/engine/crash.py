@@ -8,9 +8,10 @@ batch would fail the same way. This module tells such a data crash apart
 from a failure of the cluster or the lake (`data_crash`) and finds the message(s)
 responsible (`isolate`): the batch's files one at a time, then halves of the failing
 file's lines, down to one line, each step a small Spark job on that file's lines only.
-`run_isolating_crashes` is how the job (foodtaster.engine.job) uses it: it lists each
-message found on the poison list (source `crash`) and runs the batch again, which
-quarantines it as `crash.isolated` without giving it to the check.
+`run_isolating_crashes` is how a run (foodtaster.engine.run) wraps the job
+(foodtaster.engine.job) from outside: it lists each message found on the poison list (source
+`crash`) and runs the job again, which quarantines it as `crash.isolated` without giving it to
+the check.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Reading a raw batch: its messages (lines of files, or a broker's Parquet rows), what its
 landing manifest says, and what the landing would not hold whole.
 
-A batch landed by a source (`foodtaster.sources`) has a `_manifest.json`; a hand run on a
-plain folder has none, and is landed first (`as_landed`) under the same limits.
+A batch landed by a source (`foodtaster.sources`) has a `_manifest.json`, and so has a hand
+run's plain folder, landed first (`foodtaster.sources.land_hand_run`) under the same limits;
+a folder the job is pointed at directly has none.
 """
 
 from __future__ import annotations
@@ -18,10 +19,7 @@ from foodtaster.engine import ingest
 from foodtaster.errors import Failed
 from foodtaster.registry import DatasetConfig
 from foodtaster.rule_ids import LINE_TOO_LARGE
-from foodtaster.sources.inbox import land_folder
-from foodtaster.sources.lines import Limits
 from foodtaster.sources.raw_batch import UNREADABLE_DIR, BrokerSource, Manifest
-from foodtaster.state.lake import Lake
 
 
 class BatchChanged(Failed):
@@ -30,20 +28,6 @@ class BatchChanged(Failed):
 
 def read_manifest(input_path: str) -> Manifest | None:
     return Manifest.read(input_path)
-
-
-def as_landed(lake: Lake, config: DatasetConfig, input_path: str, batch_id: str, batch_date: str) -> str:
-    """The raw batch the job reads for `input_path`: itself when a landing wrote its manifest,
-    else (a hand run on a file or a folder) a landed copy under the lake's raw zone
-    (`raw/<dataset>/_runs/batch_date=<d>/batch_id=<id>/hand-run`, replaced by the next hand
-    run of the batch), landed under the dataset's `Limits` as the land task lands: a gzip
-    bomb is `file.too_large`, a line too long to read `line.too_large`, and nothing in a
-    file can make the job hold more than those limits."""
-    if read_manifest(input_path) is not None:
-        return input_path
-    landed = lake.runs("raw", config.name, batch_date, batch_id) + "/hand-run"
-    land_folder(input_path, landed, config.name, batch_id, batch_date, Limits.of(config))
-    return landed
 
 
 def broker(manifest: Manifest | None) -> BrokerSource | None:

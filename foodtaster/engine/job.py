@@ -1,8 +1,10 @@
 """Taste one batch: the job that reads it, judges every message, writes the partitions,
-counts, gates, decides and publishes. An orchestrator: the judging itself is
+counts, gates and decides; it never publishes. An orchestrator: the judging itself is
 `foodtaster.engine.judging` (pure DataFrame -> DataFrame), the verdict `foodtaster.policy`.
+The run around it (the batch's lease, a hand run's landing, crash isolation, publishing) is
+`foodtaster.engine.run`.
 
-One batch, in order (`_run_batch`):
+One batch, in order (`judge_batch`):
 
 1. read      the raw batch and its manifest (`inputs`)
 2. judge     the one pass over every message, kept (`judging.flag_lines`)
@@ -12,7 +14,7 @@ One batch, in order (`_run_batch`):
 6. account   counted from what was written; nothing is lost (`accounting`)
 7. gate      the Great Expectations suite on the written valid rows (`gate`)
 8. decide    the verdict, once (`policy.decide`), into the summary (`foodtaster.summary`)
-9. swap in   quarantine and staged valid; published when the verdict and the run allow
+9. swap in   quarantine and staged valid (the publish task, or a hand run, publishes them)
 10. record   the batch's state events after its data (conversations, retries), then the summary
 """
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -45,23 +47,21 @@ from foodtaster.engine.judging import (
 )
 from foodtaster.engine.spark import keep
 from foodtaster.engine.suspects import Watch, bytes_of_failed_only, cleared, suspects, with_bytes_read_again
-from foodtaster.errors import UsageError
 from foodtaster.logs import BatchLogger, batch_logger
 from foodtaster.policy import Facts, decide
 from foodtaster.registry import DatasetConfig
 from foodtaster.rule_ids import CRASH_ISOLATED, LISTED
-from foodtaster.state.lake import Lake, fault_point, new_run_id, remove_dir, swap_in, write_json
-from foodtaster.state.lease import batch_lease
+from foodtaster.state.lake import Lake, fault_point, new_run_id, swap_in, write_json
 from foodtaster.state.poison import PoisonList
-from foodtaster.state.publish import publish_batch
 from foodtaster.summary import BatchSummary, GateResult
 
 
 @dataclass(frozen=True)
 class BatchRun:
-    """One batch to taste. `publish=False` leaves valid rows staged for the pipeline's gate task.
-
-    `run_id` names this run's own output paths and its hold on the batch's lease.
+    """One batch to taste. The job stages its valid rows; a hand run (`foodtaster.engine.run`)
+    publishes them when the verdict allows, unless `publish=False` leaves them to the
+    pipeline's publish task. `run_id` names this run's own output paths and its hold on the
+    batch's lease.
     """
 
     config: DatasetConfig
@@ -72,47 +72,6 @@ class BatchRun:
     publish: bool = True
     gate: bool = True
     run_id: str = field(default_factory=new_run_id)
-
-
-class BatchWasRedriven(UsageError):
-    """A rerun of a batch some rows of which a redrive published elsewhere: it would publish them twice."""
-
-
-def run_batch(spark: SparkSession, run: BatchRun) -> BatchSummary:
-    """Read, validate, write the partitions and the summary; returns the summary.
-
-    Under the batch's lease: rows are written under the run's own paths, counted from what
-    was written, and swapped in (quarantine; valid to staged, then published) only when
-    every message is accounted for. The summary is the last thing written.
-    """
-    with batch_lease(run.lake, run.config.name, run.batch_id, run.run_id):
-        check_not_redriven(run.lake, run.config.name, run.batch_id)
-        _clear_runs(run)  # what killed runs of this batch left; no other run is live
-        try:
-            # A hand run's plain folder is landed first, under the land task's limits.
-            run = replace(run, input_path=inputs.as_landed(run.lake, run.config, run.input_path, run.batch_id,
-                                                           run.batch_date))
-            batch = crash.BatchInput(run.config, run.lake, run.input_path, run.batch_id, run.run_id)
-            return crash.run_isolating_crashes(lambda isolated: _run_batch(spark, run, isolated), spark,
-                                               batch, batch_logger(__name__, run.config.name, run.batch_id))
-        finally:
-            _clear_runs(run)
-
-
-def check_not_redriven(lake: Lake, dataset: str, batch_id: str) -> None:
-    """Refuse to rerun a batch whose rows were redriven (foodtaster.engine.redrive): judged
-    again, they would land in the batch's own valid partition too."""
-    from foodtaster.state.dispositions import DUPLICATE as FOUND_DUPLICATE
-    from foodtaster.state.dispositions import REDRIVEN, Dispositions
-
-    counts = Dispositions(lake, dataset).state().counts(batch_id)
-    moved = counts.get(REDRIVEN, 0) + counts.get(FOUND_DUPLICATE, 0)
-    if moved:
-        raise BatchWasRedriven(
-            f"{dataset} batch {batch_id}: {moved} of its quarantined rows were redriven (published "
-            "or found duplicate later); rerunning it would publish them twice. Redrive its "
-            "remaining quarantined rows instead (`foodtaster redrive --batch ...`)"
-        )
 
 
 @dataclass
@@ -149,7 +108,14 @@ class _Written:
     ingested_at: datetime
 
 
-def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated]) -> BatchSummary:
+def judge_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated]) -> BatchSummary:
+    """Read, judge, write the partitions, swap them in (valid rows staged) and write the summary;
+    returns the summary. The run's caller holds the batch's lease and has landed its input;
+    `isolated` are the messages crash isolation found so far (`foodtaster.engine.run`).
+
+    Rows are written under the run's own paths, counted from what was written, and swapped
+    in only when every message is accounted for. The summary is the last thing written.
+    """
     config, started = run.config, time.perf_counter()
     entries = PoisonList(run.lake, config.name).entries()
     log = batch_logger(__name__, config.name, run.batch_id)
@@ -167,7 +133,7 @@ def _run_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated
         written = _split_write_and_account(spark, batch, lines, kept, messages_kept, held)
     gate = _gate(batch, written.valid)
     summary = _summarize(batch, written, gate, isolated)
-    return _swap_in_publish_and_record(batch, summary)
+    return _swap_in_and_record(batch, summary)
 
 
 def _judge_every_message(batch: _Batch, lines: DataFrame, held: ExitStack) -> tuple[DataFrame, int]:
@@ -330,31 +296,26 @@ def _summarize(batch: _Batch, written: _Written, gate: GateResult,
     )
 
 
-def _swap_in_publish_and_record(batch: _Batch, summary: BatchSummary) -> BatchSummary:
+def _swap_in_and_record(batch: _Batch, summary: BatchSummary) -> BatchSummary:
     """Steps 9 and 10: swap the partitions in whole (a reader sees this run's or the one
-    before, never neither), publish if allowed, record the state events, write the summary."""
+    before, never neither), valid rows staged; record the state events, write the summary.
+    A held batch leaves an earlier publication of it in place: holding never deletes data."""
     run, config, lake = batch.run, batch.run.config, batch.run.lake
     run_valid, run_quarantine = _run_paths(run)
     swap_in(run_quarantine, lake.quarantine(config.name, run.batch_date, run.batch_id))
     fault_point("quarantine_swapped")
     swap_in(run_valid, lake.staged_valid(config.name, run.batch_date, run.batch_id))
-    published = run.publish and summary.verdict.publish
-    if published:
-        publish_batch(lake, config.name, run.batch_date, run.batch_id)
-    # A held batch leaves an earlier publication of it in place: holding never deletes data.
     groups_open = batch.extras.record(lake, run.batch_id)  # after the data, as all state
     batch.timings["total_s"] = time.perf_counter() - batch.started
     summary = summary.with_changes(
-        published=published, groups_open=groups_open,
-        timings={k: round(v, 3) for k, v in batch.timings.items()},
+        groups_open=groups_open, timings={k: round(v, 3) for k, v in batch.timings.items()},
     )
     write_json(lake.summary(config.name, run.batch_id), summary.to_json())
     batch.log.event(
         "validated", messages=summary.messages, valid=summary.valid, quarantined=summary.quarantined,
         duplicates_dropped=summary.duplicates_dropped, quarantine_rate=summary.quarantine_rate,
         crash_isolated=len(summary.crash_isolated), gate="passed" if summary.gate.passed else "failed",
-        verdict=summary.verdict.severity, published=published, run_id=run.run_id,
-        seconds=summary.timings["total_s"],
+        verdict=summary.verdict.severity, run_id=run.run_id, seconds=summary.timings["total_s"],
     )
     return summary
 
@@ -363,10 +324,3 @@ def _run_paths(run: BatchRun) -> tuple[str, str]:
     """This run's own valid and quarantine folders, swapped in when the batch adds up."""
     return (run.lake.run_output("valid", run.config.name, run.batch_date, run.batch_id, run.run_id),
             run.lake.run_output("quarantine", run.config.name, run.batch_date, run.batch_id, run.run_id))
-
-
-def _clear_runs(run: BatchRun) -> None:
-    """Remove the batch's per-run folders: after a swap they hold what was replaced."""
-    for zone in ("valid", "quarantine"):
-        remove_dir(run.lake.runs(zone, run.config.name, run.batch_date, run.batch_id))
-

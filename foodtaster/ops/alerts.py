@@ -46,6 +46,7 @@ from foodtaster.state.lake import Lake, write_json, write_text
 
 if TYPE_CHECKING:
     from foodtaster.ops.trend import Trend
+    from foodtaster.state.ledger import LedgerEntry
 
 MAX_SAMPLES = 5  # sample messages shown in a batch alert
 MAX_SAMPLE_REASONS = 5  # reasons shown per sample message
@@ -229,7 +230,7 @@ def next_steps(summary: dict[str, Any], verdict: Verdict) -> Commands:
 
 
 def build_disabled_alert(
-    dataset: str, held_batches: list[dict[str, Any]], config: DatasetConfig
+    dataset: str, held_batches: list[LedgerEntry], config: DatasetConfig
 ) -> Alert:
     """The "dataset disabled" alert from the ledger entries of the held batches, oldest first."""
     if not held_batches:

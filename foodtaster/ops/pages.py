@@ -8,6 +8,7 @@ rule comes from files a person can edit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -27,7 +28,7 @@ from foodtaster.policy import split_why
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.browse import NotInLake, quarantined_rows
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json
-from foodtaster.state.ledger import batch_entries
+from foodtaster.state.ledger import LedgerEntry, batch_entries
 from foodtaster.state.refusals import Refusal, refusals
 
 __all__ = ["PageNotFound", "alert_kinds", "batch_page", "batches_page", "error_page", "in_lake",
@@ -106,7 +107,7 @@ def rates(record: dict[str, Any]) -> list[tuple[str, str, str]]:
     return shown
 
 
-def shown_verdict(entry: dict[str, Any]) -> tuple[str, list[str]]:
+def shown_verdict(entry: Mapping[str, Any]) -> tuple[str, list[str]]:
     """The batch's verdict as the page shows it, and who and why: `held`; `released` (held,
     then published by an operator); `superseded` (a corrected delivery replaced the held one,
     and the batch was judged again); `published` or `empty`. A batch held again after a
@@ -145,7 +146,7 @@ def _when(at: Any) -> str:
 NEEDS_WHO = ("held", "released", "superseded")  # the verdicts the list says who and why of
 
 
-def _verdict_cell(entry: dict[str, Any]) -> str:
+def _verdict_cell(entry: LedgerEntry) -> str:
     word, lines = shown_verdict(entry)
     lines = lines if word in NEEDS_WHO else []
     return (f"<td class=\"verdict {_e(word)}\">{_e(word)}"
@@ -251,7 +252,7 @@ def _batch(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str,
     except ValueError:
         raise PageNotFound(f"{quoted(batch_id)} is not a batch id: YYYYMMDD as a daily run lands "
                            "it, YYYYMMDDHH as an hourly one does") from None
-    entry = next((e for e in batch_entries(lake, config.name) if e["batch_id"] == batch_id), None)
+    entry = next((dict(e) for e in batch_entries(lake, config.name) if e["batch_id"] == batch_id), None)
     summary_uri = lake.summary(config.name, batch_id)
     if entry is None and not exists(summary_uri):
         raise PageNotFound(f"dataset {dataset} has no batch {quoted(batch_id)} in its ledger or reports")

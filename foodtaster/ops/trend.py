@@ -21,7 +21,7 @@ import fsspec
 
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake, check_date
-from foodtaster.state.ledger import batch_entries
+from foodtaster.state.ledger import LedgerEntry, batch_entries
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -70,24 +70,13 @@ class Trend:
         }
 
 
-def _batch_rate(entry: dict[str, Any]) -> BatchRate:
+def _batch_rate(entry: LedgerEntry) -> BatchRate:
     return BatchRate(
         batch_id=entry["batch_id"], batch_date=entry["batch_date"], verdict=entry["verdict"],
         messages=int(entry["messages"]), quarantined=int(entry["quarantined"]),
         quarantine_rate=float(entry["quarantine_rate"]),
         top_reasons=tuple((str(rule), int(count)) for rule, count in entry.get("top_reasons") or ()),
     )
-
-
-def pending_entry(summary: dict[str, Any], publish: bool) -> dict[str, Any]:
-    """A batch's summary.json as the ledger will record it, for `dataset_trend(pending=)`."""
-    reasons = sorted((summary.get("reasons") or {}).items(), key=lambda item: (-item[1], item[0]))
-    return {
-        "batch_id": summary["batch_id"], "batch_date": summary["batch_date"],
-        "verdict": "published" if publish else "held", "messages": summary["messages"],
-        "quarantined": summary["quarantined"], "quarantine_rate": summary["quarantine_rate"],
-        "top_reasons": [list(item) for item in reasons[:5]],
-    }
 
 
 def is_rising(rates: list[float]) -> bool:
@@ -112,7 +101,7 @@ def _day(value: str) -> str:
 
 def dataset_trend(lake: Lake, config: DatasetConfig, *, since: str | None = None,
                   until: str | None = None, last: int = LAST_BATCHES,
-                  pending: dict[str, Any] | None = None, limit: int | None = None) -> Trend:
+                  pending: LedgerEntry | None = None, limit: int | None = None) -> Trend:
     """The trend of `config`'s dataset over batch dates `since`..`until` (inclusive; open
     ends by default). Empty batches are drawn but say nothing about the rate, so `last`
     counts non-empty ones. `pending` is a ledger entry not recorded yet (the batch an alert

@@ -20,42 +20,47 @@ No Spark here: plain Python over fsspec, so any lake URI fsspec knows works.
 from __future__ import annotations
 
 import hashlib
-import json
 import posixpath
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import fsspec
 
-from foodtaster.errors import Failed, UsageError
+from foodtaster.landing import LandingResult
 from foodtaster.logs import batch_logger
 from foodtaster.sources.lines import CHUNK_BYTES, Limits, scan
 from foodtaster.sources.raw_batch import (
     MANIFEST,
     UNREADABLE_DIR,
     LandedFile,
-    LandingResult,
+    LandingError,
     Manifest,
-    Supersession,
     UnreadableFile,
     batch_id_for,
     file_from_dict,
+    landing_result,
 )
+from foodtaster.sources.supersede import held, supersede
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json, write_json
 
 NAME_MAX = 255  # bytes in one file name on Linux file systems
-SUPERSEDES = "_SUPERSEDES"  # marker in an inbox folder: its new files replace the batch's landed ones
 
 
-class LandingError(Failed):
-    """A batch cannot be landed as recorded (a landed file is gone, or changed mid-copy)."""
+@dataclass(frozen=True)
+class InboxSource:
+    """The inbox folder `inbox/<dataset>/dt=<date>/` (hourly: `.../hour=<HH>/`) as a
+    `foodtaster.sources.Source`, landed under the dataset's `limits`."""
 
+    limits: Limits = field(default_factory=Limits)
 
-class SupersedeError(LandingError):
-    """New files for a held batch without a `_SUPERSEDES` marker: they would mix a poisoned
-    delivery with its correction. The message says how to replace the delivery on purpose."""
+    def land_batch(self, lake: Lake, dataset: str, date: str, batch_id: str | None = None,
+                   hour: int | None = None) -> LandingResult:
+        return land_batch(lake, dataset, date, batch_id=batch_id, hour=hour, limits=self.limits)
 
-    exit_code = UsageError.exit_code  # the producer's delivery, not an outage: say what to do
+    def land_folder(self, folder: str, raw_path: str, dataset: str, batch_id: str, date: str) -> Manifest:
+        """A hand run's file or folder, landed as an interval's files are (`land_folder`)."""
+        return land_folder(folder, raw_path, dataset, batch_id, date, self.limits)
 
 
 def land_batch(
@@ -94,8 +99,8 @@ def land_batch(
     _check_same_batch(fs, raw_fs_path, inbox_rel, previous, mine)
     new, in_inbox, skipped, refused = _scan_inbox(fs, inbox_path, inbox_rel, claims, batch_id, limits)
     superseded = None
-    if new and mine and _held(lake, dataset, batch_id):
-        superseded = _supersede(fs, inbox_path, inbox_rel, dataset, batch_id, mine, new, now)
+    if new and mine and held(lake, dataset, batch_id):
+        superseded = supersede(fs, inbox_path, inbox_rel, dataset, batch_id, mine, new, now)
         mine = []  # the old delivery stays claimed (never landed again) but leaves the batch
 
     batch = sorted(mine + new, key=lambda claim: claim["name"])
@@ -127,52 +132,14 @@ def land_batch(
         )
     for entry in refused:
         log.warning("event=file_refused", fields=entry)
-    result = LandingResult.of(manifest, raw_path, refused=refused, superseded=superseded)
+    result = landing_result(manifest, raw_path, lake.root, refused=refused,
+                            superseded=superseded)
     log.event(
         "landed", files=len(manifest.files), unreadable=len(manifest.unreadable),
         messages=result.messages, new=len(new), skipped=skipped, refused=len(refused),
         raw_path=raw_path,
     )
     return result
-
-
-def _held(lake: Lake, dataset: str, batch_id: str) -> bool:
-    """The batch was judged and held (its summary says: not published)."""
-    uri = lake.summary(dataset, batch_id)
-    if not exists(uri):
-        return False
-    summary = read_json(uri)
-    return not summary.get("published") and (summary.get("verdict") or {}).get("publish") is False
-
-
-def _supersede(
-    fs: fsspec.AbstractFileSystem, inbox_path: str, inbox_rel: str, dataset: str, batch_id: str,
-    mine: list[dict[str, Any]], new: list[dict[str, Any]], now: datetime | None,
-) -> Supersession:
-    """New files for a held batch: with the inbox's `_SUPERSEDES` marker they replace its landed
-    files (marked `superseded` in the bookmark, so never landed again); without it, refused."""
-    marker = f"{inbox_path}/{SUPERSEDES}"
-    old, arrived = sorted(c["name"] for c in mine), sorted(c["name"] for c in new)
-    if not fs.exists(marker):
-        raise SupersedeError(
-            f"{dataset} batch {batch_id} was held and holds {old}; new files {arrived} arrived in "
-            f"{inbox_rel}. Landing them would mix the poisoned delivery with its correction. To "
-            f"replace the delivery, write {inbox_rel}/{SUPERSEDES} (JSON: {{\"why\": \"...\", "
-            f"\"by\": \"...\"}}) and run the batch again; see docs/operations.md"
-        )
-    with fs.open(marker, "r", encoding="utf-8") as handle:
-        text = handle.read().strip()
-    try:
-        said = json.loads(text) if text else {}
-    except json.JSONDecodeError:
-        said = {"why": text}
-    if not isinstance(said, dict) or not str(said.get("why", "")).strip():
-        raise SupersedeError(f"{inbox_rel}/{SUPERSEDES} must say why: JSON {{\"why\": \"...\"}}")
-    at = (now or datetime.now(UTC)).astimezone(UTC).isoformat()
-    for claim in mine:
-        claim["superseded"] = at
-    return Supersession(at=at, why=str(said["why"]).strip(), by=str(said.get("by") or "unknown"),
-                        files=tuple(file_from_dict(claim) for claim in mine), by_files=tuple(arrived))
 
 
 def _check_same_batch(

@@ -25,21 +25,23 @@ import hashlib
 import io
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import fsspec
 
 from foodtaster.errors import Failed
+from foodtaster.landing import LandingResult
 from foodtaster.logs import batch_logger
 from foodtaster.registry import NatsSource
 from foodtaster.sources.raw_batch import (
     MANIFEST,
     BrokerSource,
     LandedFile,
-    LandingResult,
     Manifest,
     batch_id_for,
+    landing_result,
 )
 from foodtaster.state.lake import Lake, check_batch_id, check_date, fault_point, read_json
 
@@ -91,6 +93,18 @@ def sequence_ranges(sequences: Iterable[int], ranges: Iterable[Iterable[int]] = 
         else:
             merged.append([first, last])
     return merged
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    """A NATS JetStream stream, drained through its durable pull consumer, as a
+    `foodtaster.sources.Source`."""
+
+    config: NatsSource
+
+    def land_batch(self, lake: Lake, dataset: str, date: str, batch_id: str | None = None,
+                   hour: int | None = None) -> LandingResult:
+        return land_batch(self.config, lake, dataset, date, batch_id=batch_id, hour=hour)
 
 
 def land_batch(
@@ -154,7 +168,7 @@ def land_batch(
             await client.close()
 
     manifest, messages, counts = asyncio.run(drain())
-    result = LandingResult.of(manifest, raw_path)
+    result = landing_result(manifest, raw_path, lake.root)
     log.event(
         "landed", source="nats", stream=source.stream, new=len(messages), messages=result.messages,
         **counts, raw_path=raw_path,

@@ -12,16 +12,22 @@ the sources themselves: the inbox, the broker and the job all read this module.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from foodtaster import rule_ids
+from foodtaster.errors import Failed
+from foodtaster.landing import LandingResult
 from foodtaster.state.lake import check_batch_id, check_date, exists, read_json, write_json
 
 MANIFEST = "_manifest.json"
 UNREADABLE_DIR = "_unreadable"  # under the raw partition: the files quarantined whole
 UNREADABLE_RULE = rule_ids.FILE_UNREADABLE  # the quarantine rule of a file that cannot be decompressed
 TOO_LARGE_RULE = rule_ids.FILE_TOO_LARGE  # ... and of a file over the dataset's max_file_bytes
+
+
+class LandingError(Failed):
+    """A batch cannot be landed as recorded (a landed file is gone, or changed mid-copy)."""
 
 
 def batch_id_for(date: str, hour: int | None = None) -> str:
@@ -234,32 +240,13 @@ class Manifest:
         write_json(f"{folder.rstrip('/')}/{MANIFEST}", self.as_dict())
 
 
-@dataclass(frozen=True)
-class LandingResult:
-    """What a landing reports (the `land` task's XCom): the manifest's entries in their JSON
-    form, the count of messages, and what the landing refused or replaced."""
-
-    dataset: str
-    batch_id: str
-    batch_date: str
-    raw_path: str  # Lake.raw(dataset, batch_date, batch_id)
-    files: list[dict[str, Any]]  # manifest entries of the readable files in the batch
-    unreadable: list[dict[str, Any]]  # files quarantined whole, with the reason
-    messages: int  # lines in the readable files; an unreadable file adds none
-    empty: bool  # the batch holds no file at all
-    refused: list[dict[str, Any]] = field(default_factory=list)  # inbox entries never read (symlinks)
-    superseded: dict[str, Any] | None = None  # this landing replaced a delivery: which, why, by whom
-
-    @classmethod
-    def of(cls, manifest: Manifest, raw_path: str, refused: list[dict[str, Any]] | None = None,
-           superseded: Supersession | None = None) -> LandingResult:
-        return cls(
-            dataset=manifest.dataset, batch_id=manifest.batch_id, batch_date=manifest.batch_date,
-            raw_path=raw_path, files=[entry.as_dict() for entry in manifest.files],
-            unreadable=[entry.as_dict() for entry in manifest.unreadable], messages=manifest.lines,
-            empty=not (manifest.files or manifest.unreadable), refused=list(refused or []),
-            superseded=superseded.as_dict() if superseded else None,
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+def landing_result(manifest: Manifest, raw_path: str, lake: str, refused: list[dict[str, Any]] | None = None,
+                   superseded: Supersession | None = None) -> LandingResult:
+    """What a source reports of the batch it landed (`foodtaster.landing.LandingResult`)."""
+    return LandingResult(
+        dataset=manifest.dataset, batch_id=manifest.batch_id, batch_date=manifest.batch_date,
+        raw_path=raw_path, files=[entry.as_dict() for entry in manifest.files],
+        unreadable=[entry.as_dict() for entry in manifest.unreadable], messages=manifest.lines,
+        empty=not (manifest.files or manifest.unreadable), refused=list(refused or []),
+        superseded=superseded.as_dict() if superseded else None, lake=lake,
+    )

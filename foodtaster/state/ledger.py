@@ -9,21 +9,68 @@ record, and a rerun of a batch replaces its own record only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 import fsspec
 
+from foodtaster.landing import LandingResult
 from foodtaster.logs import batch_logger
 from foodtaster.state.lake import Lake, check_batch_id, check_date, exists, read_json, write_json
-from foodtaster.summary import Decision
+from foodtaster.summary import BatchSummary, Decision
 
 VERDICTS = ("published", "held", "empty")
 REQUIRED_KEYS = (
     "batch_id", "batch_date", "messages", "valid", "quarantined", "duplicates_dropped",
     "quarantine_rate", "verdict", "severity", "why", "timings",
 )
+
+
+class Released(TypedDict):
+    """An operator published a held batch: who, when, why."""
+
+    by: str
+    at: str
+    why: str
+
+
+class LedgerEntry(TypedDict):
+    """One batch's record in the ledger, as its JSON file holds it (the keys are the document's):
+    built here only, by `ledger_entry` for a pipeline run and `released_entry` for a release;
+    `record_batch` adds `dataset` and `recorded_at`, `record_recall` the recall's counts."""
+
+    batch_id: str
+    batch_date: str
+    messages: int
+    valid: int
+    quarantined: int
+    duplicates_dropped: int
+    quarantine_rate: float
+    verdict: str  # one of VERDICTS
+    severity: str
+    why: list[str]
+    timings: dict[str, Any]
+    listed: NotRequired[int]
+    dataset: NotRequired[str]
+    recorded_at: NotRequired[str]
+    landed_messages: NotRequired[int]
+    files: NotRequired[int]
+    unreadable_files: NotRequired[int]
+    refused: NotRequired[list[dict[str, Any]]]  # inbox entries never read: symlinks
+    reprocess: NotRequired[bool]
+    superseded: NotRequired[dict[str, Any] | None]  # a corrected delivery replaced the landed one
+    dag_id: NotRequired[str]
+    run_id: NotRequired[str]
+    top_reasons: NotRequired[list[list[Any]]]
+    alerted: NotRequired[bool]
+    alert_file: NotRequired[str | None]
+    summary: NotRequired[str]
+    held_why: NotRequired[list[str]]  # why it was held, before an operator released it
+    released: NotRequired[Released]
+    recalled: NotRequired[int]
+    recalls: NotRequired[list[dict[str, Any]]]
 
 
 def _batches_dir(lake: Lake, dataset: str) -> str:
@@ -34,13 +81,13 @@ def _disabled_uri(lake: Lake, dataset: str) -> str:
     return lake.state("ledger", dataset, "disabled.json")
 
 
-def record_batch(lake: Lake, dataset: str, entry: dict[str, Any]) -> None:
+def record_batch(lake: Lake, dataset: str, entry: LedgerEntry) -> None:
     """Record (or, for a rerun, replace) a batch's outcome.
 
     Refuses an incomplete entry: a ledger with holes cannot prove nothing was lost.
     `recorded_at` defaults to now (UTC).
     """
-    missing = [key for key in REQUIRED_KEYS if key not in entry]
+    missing = [key for key in REQUIRED_KEYS if key not in entry]  # an entry read back from JSON
     if missing:
         raise ValueError(f"ledger entry for dataset {dataset!r} lacks {missing}")
     if entry["verdict"] not in VERDICTS:
@@ -51,14 +98,18 @@ def record_batch(lake: Lake, dataset: str, entry: dict[str, Any]) -> None:
     write_json(f"{_batches_dir(lake, dataset)}/{batch_id}.json", record)
 
 
-def batch_entry(lake: Lake, dataset: str, batch_id: str) -> dict[str, Any] | None:
+def batch_entry(lake: Lake, dataset: str, batch_id: str) -> LedgerEntry | None:
     """One batch's record, or None when the ledger has none (a batch run outside the pipeline)."""
     uri = f"{_batches_dir(lake, dataset)}/{check_batch_id(batch_id)}.json"
-    return read_json(uri) if exists(uri) else None
+    return _read_entry(uri) if exists(uri) else None
+
+
+def _read_entry(uri: str) -> LedgerEntry:
+    return cast(LedgerEntry, read_json(uri))  # written by `record_batch` from a LedgerEntry
 
 
 def record_recall(lake: Lake, dataset: str, batch_id: str, counts: dict[str, int],
-                  recall: dict[str, Any]) -> dict[str, Any] | None:
+                  recall: dict[str, Any]) -> LedgerEntry | None:
     """Write a recall into the batch's record: the counts as they are after it (`valid`,
     `quarantined`, `recalled`, from the partitions) and the recall itself under `recalls`.
 
@@ -73,13 +124,14 @@ def record_recall(lake: Lake, dataset: str, batch_id: str, counts: dict[str, int
     recalls = [r for r in entry.get("recalls", [])
                if (r["entry"], r["source_file"], r["line_number"]) != place]
     messages = entry["messages"]
-    entry.update(counts, recalls=[*recalls, recall],
-                 quarantine_rate=round(counts["quarantined"] / messages, 6) if messages else 0.0)
+    entry.update(cast(LedgerEntry, counts))
+    entry["recalls"] = [*recalls, recall]
+    entry["quarantine_rate"] = round(counts["quarantined"] / messages, 6) if messages else 0.0
     write_json(f"{_batches_dir(lake, dataset)}/{check_batch_id(batch_id)}.json", entry)
     return entry
 
 
-def batch_entries(lake: Lake, dataset: str) -> list[dict[str, Any]]:
+def batch_entries(lake: Lake, dataset: str) -> list[LedgerEntry]:
     """Every recorded batch, in data order: by batch_date, then batch_id.
 
     Data order rather than processing order, so a rerun of an old batch takes
@@ -88,7 +140,7 @@ def batch_entries(lake: Lake, dataset: str) -> list[dict[str, Any]]:
     fs, folder = fsspec.core.url_to_fs(_batches_dir(lake, dataset))
     if not fs.exists(folder):
         return []
-    entries = [read_json(fs.unstrip_protocol(path)) for path in fs.glob(f"{folder}/*.json")]
+    entries = [_read_entry(fs.unstrip_protocol(path)) for path in fs.glob(f"{folder}/*.json")]
     return sorted(entries, key=lambda entry: (entry["batch_date"], entry["batch_id"]))
 
 
@@ -97,14 +149,14 @@ def held_streak(lake: Lake, dataset: str) -> int:
     return len(held_batches(lake, dataset))
 
 
-def held_batches(lake: Lake, dataset: str) -> list[dict[str, Any]]:
+def held_batches(lake: Lake, dataset: str) -> list[LedgerEntry]:
     """The records of the held streak: the most recent non-empty batches in a row that were
     held, oldest first.
 
     Empty batches neither extend nor break the streak: an idle day says nothing
     about whether the feed is still poisoned.
     """
-    held: list[dict[str, Any]] = []
+    held: list[LedgerEntry] = []
     for entry in reversed(batch_entries(lake, dataset)):
         if entry["verdict"] == "empty":
             continue
@@ -126,7 +178,7 @@ class Recorded:
     pause_due: bool  # the dataset must pause itself now
 
 
-def record_run(lake: Lake, dataset: str, entry: dict[str, Any], disable_after: int) -> Recorded:
+def record_run(lake: Lake, dataset: str, entry: LedgerEntry, disable_after: int) -> Recorded:
     """Record a run's batch and say whether the self-pause is due: a held batch that makes
     the streak a multiple of `disable_after`, unless the dataset is paused already."""
     record_batch(lake, dataset, entry)
@@ -136,43 +188,77 @@ def record_run(lake: Lake, dataset: str, entry: dict[str, Any], disable_after: i
     return Recorded(streak, should_disable(streak, disable_after) and not is_disabled(lake, dataset))
 
 
-def ledger_entry(landed: dict[str, Any], decision: dict[str, Any] | None,
-                 published: dict[str, Any] | None, alerted: dict[str, Any] | None,
-                 dag_id: str, run_id: str) -> dict[str, Any]:
+def ledger_entry(landed: LandingResult, decision: Decision | None, published: bool,
+                 alerted: dict[str, Any] | None, dag_id: str, run_id: str) -> LedgerEntry:
     """The ledger's record of a pipeline run, from what its tasks passed on (the landing, the
-    gate's decision, the publish and alert results): verdict `published`, `held` or `empty`."""
-    entry: dict[str, Any] = {
-        "batch_id": landed["batch_id"],
-        "batch_date": landed["batch_date"],
-        "landed_messages": landed["messages"],
-        "files": len(landed["files"]),
-        "unreadable_files": len(landed["unreadable"]),
-        "refused": landed.get("refused", []),  # inbox entries never read: symlinks
-        "reprocess": landed.get("reprocess", False),
-        "superseded": landed.get("superseded"),  # a corrected delivery replaced the landed one
+    decision read_verdict passed on, the publish and alert results): verdict `published`,
+    `held` or `empty`."""
+    landing = {
+        "landed_messages": landed.messages,
+        "files": len(landed.files),
+        "unreadable_files": len(landed.unreadable),
+        "refused": landed.refused,
+        "reprocess": landed.reprocess,
+        "superseded": landed.superseded,
         "dag_id": dag_id,
         "run_id": run_id,
     }
     if decision is None:
-        entry.update({
-            "messages": 0, "valid": 0, "quarantined": 0, "duplicates_dropped": 0,
-            "quarantine_rate": 0.0, "verdict": "empty", "severity": "ok",
-            "why": ["no new files in the inbox"], "timings": {},
-        })
-        return entry
-    judged = Decision.from_json(decision)
-    entry.update(judged.counts)
-    entry.update({
-        "verdict": "published" if published else "held",
-        "severity": judged.verdict.severity,
-        "why": list(judged.verdict.why),
-        "top_reasons": judged.top_reasons,
-        "alerted": bool(alerted),
-        "alert_file": (alerted or {}).get("file"),
-        "summary": judged.summary_path,
-        "timings": _summary_timings(judged.summary_path) or {},
-    })
+        return LedgerEntry(
+            batch_id=landed.batch_id, batch_date=landed.batch_date, **landing,  # type: ignore[typeddict-item]
+            messages=0, valid=0, quarantined=0, duplicates_dropped=0, quarantine_rate=0.0,
+            verdict="empty", severity="ok", why=["no new files in the inbox"], timings={},
+        )
+    counts = decision.counts
+    return LedgerEntry(
+        batch_id=landed.batch_id, batch_date=landed.batch_date, **landing,  # type: ignore[typeddict-item]
+        messages=counts["messages"], valid=counts["valid"], quarantined=counts["quarantined"],
+        duplicates_dropped=counts["duplicates_dropped"], listed=counts["listed"],
+        quarantine_rate=counts["quarantine_rate"],
+        verdict="published" if published else "held",
+        severity=decision.verdict.severity,
+        why=list(decision.verdict.why),
+        top_reasons=decision.top_reasons,
+        alerted=bool(alerted),
+        alert_file=(alerted or {}).get("file"),
+        summary=decision.summary_path,
+        timings=_summary_timings(decision.summary_path) or {},
+    )
+
+
+def released_entry(found: LedgerEntry | None, summary: BatchSummary, released: Released) -> LedgerEntry:
+    """The batch's record once an operator released it: its pipeline record (`found`), or one
+    built from its summary when the batch was run without the DAG, now `published`, with why
+    it was held first and who let it out."""
+    if found is not None:
+        entry = cast(LedgerEntry, {k: v for k, v in found.items() if k not in ("dataset", "recorded_at")})
+    else:
+        entry = LedgerEntry(
+            batch_id=summary.batch_id, batch_date=summary.batch_date, messages=summary.messages,
+            valid=summary.valid, quarantined=summary.quarantined,
+            duplicates_dropped=summary.duplicates_dropped, quarantine_rate=summary.quarantine_rate,
+            verdict="held", severity="critical", why=list(summary.verdict.why), timings=summary.timings,
+        )
+    held_why = entry.get("why", [])
+    entry["held_why"], entry["verdict"], entry["released"] = held_why, "published", released
+    entry["why"] = [*held_why, f"released by {released['by']}: {released['why']}"]
     return entry
+
+
+def pending_entry(summary: Mapping[str, Any], publish: bool) -> LedgerEntry:
+    """A batch's summary (its JSON form) as the ledger will record it, before the ledger task
+    does: for an alert's trend (`foodtaster.ops.trend.dataset_trend(pending=)`)."""
+    reasons = sorted((summary.get("reasons") or {}).items(), key=lambda item: (-item[1], item[0]))
+    verdict = summary.get("verdict") or {}
+    return LedgerEntry(
+        batch_id=summary["batch_id"], batch_date=summary["batch_date"],
+        verdict="published" if publish else "held", messages=summary["messages"],
+        valid=summary.get("valid", 0), quarantined=summary["quarantined"],
+        duplicates_dropped=summary.get("duplicates_dropped", 0),
+        quarantine_rate=summary["quarantine_rate"], severity=verdict.get("severity", "ok"),
+        why=list(verdict.get("why") or ()), timings=summary.get("timings") or {},
+        top_reasons=[list(item) for item in reasons[:5]],
+    )
 
 
 def _summary_timings(uri: str | None) -> dict[str, Any] | None:

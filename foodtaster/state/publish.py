@@ -18,6 +18,7 @@ from foodtaster.state.lake import (
     write_json,
 )
 from foodtaster.state.lease import batch_lease
+from foodtaster.summary import BatchSummary
 
 
 class UnjudgedRunError(Failed):
@@ -50,15 +51,13 @@ def publish_judged(lake: Lake, dataset: str, batch_date: str, batch_id: str, run
     if another run's rows were staged since."""
     holder = run_id_from(f"publish-{run_id or 'run'}")
     with batch_lease(lake, dataset, batch_id, holder):
-        summary = read_json(summary_uri)
-        if summary.get("run_id") != run_id:
+        summary = BatchSummary.from_json(read_json(summary_uri))
+        if summary.run_id != run_id:
             raise UnjudgedRunError(
                 f"{dataset} batch {batch_id}: the gate judged run {run_id} but run "
-                f"{summary.get('run_id')} is staged now; not publishing rows nobody judged"
+                f"{summary.run_id} is staged now; not publishing rows nobody judged"
             )
         path = publish_batch(lake, dataset, batch_date, batch_id)
-        write_json(summary_uri, {
-            **summary, "published": True,
-            "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        })
+        write_json(summary_uri, summary.with_changes(
+            published=True, published_at=datetime.now(UTC).isoformat(timespec="seconds")).to_json())
     return path

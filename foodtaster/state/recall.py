@@ -54,6 +54,7 @@ from foodtaster.state.lake import (
 )
 from foodtaster.state.lease import batch_lease
 from foodtaster.state.poison import Entry, PoisonList, PoisonListError, Seen, fingerprint
+from foodtaster.summary import BatchSummary
 
 RULE = rule_ids.RECALLED
 REASON = pa.struct([(name, pa.string()) for name in ("layer", "rule", "column", "message", "value")])
@@ -257,27 +258,27 @@ def _account(lake: Lake, dataset: str, date: str, batch_id: str, entry: Entry, s
     record = {"entry": entry.id, "source_file": source_file, "line_number": line_number,
               "why": entry.why, "by": by, "at": datetime.now(UTC).isoformat(timespec="seconds")}
     summary_uri = lake.summary(dataset, batch_id)
-    summary = read_json(summary_uri) if exists(summary_uri) else None
+    summary = BatchSummary.from_json(read_json(summary_uri)) if exists(summary_uri) else None
     written = ledger.record_recall(lake, dataset, batch_id, counts, record)
-    known = summary or written
-    if known is not None and known["messages"] != valid + quarantined + known["duplicates_dropped"]:
+    # what the batch held before: its summary says, else its ledger record (a batch without one)
+    held = ((summary.messages, summary.duplicates_dropped) if summary is not None
+            else (written["messages"], written["duplicates_dropped"]) if written is not None else None)
+    if held is not None and held[0] != valid + quarantined + held[1]:
         raise RecallDoesNotAddUp(
-            f"{dataset} batch {batch_id} after the recall: {known['messages']} messages but {valid} valid "
-            f"+ {quarantined} quarantined + {known['duplicates_dropped']} duplicates dropped"
+            f"{dataset} batch {batch_id} after the recall: {held[0]} messages but {valid} valid "
+            f"+ {quarantined} quarantined + {held[1]} duplicates dropped"
         )
     if summary is not None:
-        reasons = {**summary.get("reasons", {}), RULE: counts["recalled"]}
-        messages = summary["messages"]
-        write_json(summary_uri, {
-            **summary, **counts, "reasons": reasons,
-            "quarantine_rate": round(quarantined / messages, 6) if messages else 0.0,
-            "recalls": [*[r for r in summary.get("recalls", []) if r["entry"] != entry.id], record],
-        })
+        messages = summary.messages
+        write_json(summary_uri, summary.with_changes(
+            **counts, reasons={**summary.reasons, RULE: counts["recalled"]},
+            quarantine_rate=round(quarantined / messages, 6) if messages else 0.0,
+            recalls=[*[r for r in summary.recalls or () if r["entry"] != entry.id], record],
+        ).to_json())
     return Recalled(dataset=dataset, batch_id=batch_id, batch_date=date, source_file=source_file,
                     line_number=line_number, entry=entry.id, moved=moved,
-                    messages=known["messages"] if known else None, valid=valid, quarantined=quarantined,
-                    recalled=counts["recalled"],
-                    duplicates_dropped=known["duplicates_dropped"] if known else None)
+                    messages=held[0] if held else None, valid=valid, quarantined=quarantined,
+                    recalled=counts["recalled"], duplicates_dropped=held[1] if held else None)
 
 
 def report_downstream(

@@ -20,6 +20,7 @@ from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json, run_id_from, write_json
 from foodtaster.state.lease import batch_lease
 from foodtaster.state.publish import publish_batch
+from foodtaster.summary import BatchSummary
 
 
 class ReleaseError(UsageError):
@@ -35,46 +36,26 @@ def release_batch(lake: Lake, dataset: str, batch_id: str, why: str, by: str) ->
     if not exists(summary_uri):
         raise ReleaseError(f"{dataset} batch {batch_id} has no summary at {summary_uri}: "
                            "`foodtaster batches` lists the batches")
-    summary = read_json(summary_uri)
-    if summary.get("published"):
+    summary = BatchSummary.from_json(read_json(summary_uri))
+    if summary.published:
         raise ReleaseError(f"{dataset} batch {batch_id} is already published: nothing to release")
-    batch_date = summary["batch_date"]
+    batch_date = summary.batch_date
     if not exists(lake.staged_valid(dataset, batch_date, batch_id)):
         raise ReleaseError(f"{dataset} batch {batch_id}: no staged valid rows to release "
                            f"(expected at {lake.staged_valid(dataset, batch_date, batch_id)})")
-    released = {"by": by, "why": why.strip(), "at": datetime.now(UTC).isoformat(timespec="seconds")}
+    released = ledger.Released(by=by, why=why.strip(), at=datetime.now(UTC).isoformat(timespec="seconds"))
     with batch_lease(lake, dataset, batch_id, run_id_from(f"release-{batch_id}")):
         path = publish_batch(lake, dataset, batch_date, batch_id)
-        write_json(summary_uri, {**summary, "published": True, "published_at": released["at"],
-                                 "released": released})
-    entry = _ledger_entry(lake, dataset, summary, released)
-    ledger.record_batch(lake, dataset, entry)
+        write_json(summary_uri, summary.with_changes(
+            published=True, published_at=released["at"], released=dict(released)).to_json())
+    found = [e for e in ledger.batch_entries(lake, dataset) if e["batch_id"] == batch_id]
+    ledger.record_batch(lake, dataset, ledger.released_entry(found[-1] if found else None, summary, released))
     ledger.record_redrive(lake, dataset, {
         "batch_id": f"release-{batch_id}"[:64], "kind": "release", "released_batch": batch_id,
         "batch_date": batch_date, "by": by, "why": released["why"], "published": {batch_date: path},
-        "counts": {"published": summary["valid"]},
+        "counts": {"published": summary.valid},
     })
     batch_logger(__name__, dataset, batch_id).event("released", by=by, why=released["why"], path=path,
-                                                    valid=summary["valid"])
+                                                    valid=summary.valid)
     return {"dataset": dataset, "batch_id": batch_id, "batch_date": batch_date, "path": path,
-            "valid": summary["valid"], "released": released}
-
-
-def _ledger_entry(lake: Lake, dataset: str, summary: dict[str, Any],
-                  released: dict[str, str]) -> dict[str, Any]:
-    """The batch's ledger record, now published; built from the summary when the batch was
-    run without the DAG (no record yet)."""
-    found = [e for e in ledger.batch_entries(lake, dataset) if e["batch_id"] == summary["batch_id"]]
-    entry = dict(found[-1]) if found else {
-        "batch_id": summary["batch_id"], "batch_date": summary["batch_date"],
-        "messages": summary["messages"], "valid": summary["valid"], "quarantined": summary["quarantined"],
-        "duplicates_dropped": summary.get("duplicates_dropped", 0),
-        "quarantine_rate": summary["quarantine_rate"], "severity": "critical",
-        "why": list((summary.get("verdict") or {}).get("why") or []), "timings": summary.get("timings", {}),
-    }
-    entry.pop("dataset", None)
-    entry.pop("recorded_at", None)
-    entry["held_why"] = entry.get("why", [])
-    entry.update({"verdict": "published", "released": released,
-                  "why": [*entry.get("why", []), f"released by {released['by']}: {released['why']}"]})
-    return entry
+            "valid": summary.valid, "released": released}

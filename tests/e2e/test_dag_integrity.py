@@ -18,7 +18,7 @@ from foodtaster.state.lake import BATCH_ID_PATTERN
 
 DAGS_FOLDER = PROJECT_ROOT / "dags"
 PARSE_BUDGET_SECONDS = 3.0  # the DAG files alone take about 0.4 s on an idle machine
-EXPECTED_TASKS = {"land", "has_messages", "validate", "gate", "publish", "alert", "ledger", "verdict",
+EXPECTED_TASKS = {"land", "has_messages", "validate", "read_verdict", "publish", "alert", "ledger", "verdict",
                   "retry"}
 REDRIVE_TASKS = {"plan", "wants_redrive", "redrive", "announce", "release"}
 HEAVY_MODULES = ("pyspark", "pandera", "great_expectations")
@@ -147,8 +147,8 @@ def test_orders_dag_has_the_pipeline_tasks_in_order(bag):
     assert set(dag["tasks"]) == EXPECTED_TASKS
     edges = {tuple(edge) for edge in dag["edges"]}
     for edge in [
-        ("land", "has_messages"), ("has_messages", "validate"), ("validate", "gate"),
-        ("gate", "publish"), ("gate", "alert"), ("publish", "ledger"), ("alert", "ledger"),
+        ("land", "has_messages"), ("has_messages", "validate"), ("validate", "read_verdict"),
+        ("read_verdict", "publish"), ("read_verdict", "alert"), ("publish", "ledger"), ("alert", "ledger"),
         ("land", "ledger"), ("validate", "retry"), ("ledger", "verdict"),
     ]:
         assert edge in edges, f"missing {edge[0]} >> {edge[1]}"

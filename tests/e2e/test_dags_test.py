@@ -73,7 +73,7 @@ def test_a_clean_batch_is_published_with_no_alert(airflow, lake, tmp_path):
     with SmtpSink() as smtp, WebhookSink() as slack:
         run = run_with_sinks(airflow, date, tmp_path / "run.log", smtp, slack)
     assert run["tasks"] == {
-        "land": "success", "has_messages": "success", "validate": "success", "gate": "success",
+        "land": "success", "has_messages": "success", "validate": "success", "read_verdict": "success",
         "publish": "success", "alert": "skipped", "ledger": "success", "verdict": "success",
         "retry": "success",
     }
@@ -194,7 +194,7 @@ def test_an_empty_interval_ends_green_with_nothing_downstream_but_the_ledger(
     assert "event=retry_started" in log.read_text()
     assert poison.lineage not in {p.lineage for p in GroupLog(the_lake, DATASET).open_poison()}
     assert run["tasks"] == {
-        "land": "success", "has_messages": "success", "validate": "skipped", "gate": "skipped",
+        "land": "success", "has_messages": "success", "validate": "skipped", "read_verdict": "skipped",
         "publish": "skipped", "alert": "skipped", "ledger": "success", "verdict": "skipped",
         "retry": "success",  # a referenced dataset may have landed meanwhile
     }

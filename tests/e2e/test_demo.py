@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from support.environment import need
 from support.webdriver import Browser, browser_binaries
 from test_batches_page import _log_in, _wait
 
@@ -105,8 +106,8 @@ def test_make_airflow_shows_the_demos_runs_and_the_alerts_links_open(demo, tmp_p
     the released day's run turns green once the scheduler reruns its verdict task; and the
     run link the poisoned day's alert carries opens that run's page."""
     chromium, chromedriver = browser_binaries()
-    if chromium is None or chromedriver is None:
-        pytest.skip("Debian's chromium and chromium-driver (make browser-tools)")
+    need(chromium is not None and chromedriver is not None,
+         "Debian's chromium and chromium-driver (make browser-tools)")
     lake, env, _out = demo
     base = f"http://localhost:{env['AIRFLOW_PORT']}"
     log = tmp_path / "standalone.log"

@@ -12,7 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from foodtaster.engine.job import BatchRun, run_batch
+from foodtaster.engine.job import BatchRun
+from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake

@@ -79,7 +79,8 @@ def test_spark_warnings_reach_the_task_log_as_warnings(tmp_path, monkeypatch, ca
     the job's summary line is on the job's logger, read as a sentence, before Spark's lines."""
     import logging
 
-    from foodtaster_airflow.spark_submit import JOB_LOGGER, SPARK_LOGGER, ValidateBatchOperator
+    from foodtaster_airflow.spark_output import JOB_LOGGER, SPARK_LOGGER
+    from foodtaster_airflow.spark_submit import ValidateBatchOperator
 
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", '{"conn_type": "spark", "host": "local[1]"}')
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")

@@ -53,7 +53,7 @@ def client(tmp_path, monkeypatch):
 def test_the_plugin_registers_its_app_and_a_browse_view(client):
     http, plugin = client
     [app] = plugin.FoodtasterPlugin.fastapi_apps
-    [view] = plugin.FoodtasterPlugin.react_apps  # a frame of its own (docs/decisions/018)
+    [view] = plugin.FoodtasterPlugin.react_apps  # a frame of its own (docs/decisions/019)
     assert not plugin.FoodtasterPlugin.external_views
     assert app["url_prefix"] == "/foodtaster" and app["app"] is plugin.app
     assert (view["bundle_url"], view["url_route"], view["category"], view["destination"]) == (

@@ -18,7 +18,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from foodtaster.engine.crash import TooManyCrashes
-from foodtaster.engine.job import BatchRun, run_batch
+from foodtaster.engine.job import BatchRun
+from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from foodtaster.engine.job import BatchRun, run_batch
+from foodtaster.engine.job import BatchRun
+from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake, new_run_id
 from foodtaster_dev import sample

@@ -17,8 +17,9 @@ from pyspark.sql import functions as F
 from contracts.orders import Orders
 from foodtaster.contract import read_contract
 from foodtaster.engine.accounting import quarantine_counts
-from foodtaster.engine.job import BatchRun, run_batch
+from foodtaster.engine.job import BatchRun
 from foodtaster.engine.reasons import LAYERS, REASONS
+from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.lines import LINE_HEAD_BYTES
 from foodtaster.state.lake import Lake

@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 from pyspark.sql import functions as F
 
-from foodtaster.engine.job import BatchRun, run_batch
+from foodtaster.engine.job import BatchRun
+from foodtaster.engine.run import run_batch
 from foodtaster.policy import Facts, decide
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake

@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from foodtaster.engine.job import BatchRun, run_batch
+from foodtaster.engine.job import BatchRun
+from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.groups import RULE as GROUP_RULE
 from foodtaster.state.groups import GroupLog

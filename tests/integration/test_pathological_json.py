@@ -10,7 +10,8 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from foodtaster.engine.job import BatchRun, run_batch
+from foodtaster.engine.job import BatchRun
+from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import Lake

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from foodtaster.engine.job import BatchRun, run_batch
+from foodtaster.engine.job import BatchRun
 from foodtaster.engine.redrive import RedriveRun, Selection, run_redrive
+from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.accounts import check_accounts
 from foodtaster.state.dispositions import DUPLICATE, FAILED_AGAIN, REDRIVEN, Dispositions
@@ -114,7 +115,7 @@ def test_a_message_already_published_is_a_duplicate_not_a_second_copy(spark, lak
 
 def test_a_batch_with_redriven_rows_is_not_rerun(spark, lake):
     """Judged again, its redriven rows would be published a second time in its own partition."""
-    from foodtaster.engine.job import BatchWasRedriven
+    from foodtaster.engine.run import BatchWasRedriven
 
     raw = lake.raw("orders", DAY1, "b1")
     with pytest.raises(BatchWasRedriven, match="would publish them twice"):

@@ -17,8 +17,9 @@ from pyspark.sql import functions as F
 
 from foodtaster import contract_references
 from foodtaster.engine import group_hold as groups
-from foodtaster.engine.job import BatchRun, run_batch
+from foodtaster.engine.job import BatchRun
 from foodtaster.engine.retry import EXHAUSTED_RULE, run_retries
+from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake

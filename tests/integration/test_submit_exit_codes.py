@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from foodtaster.errors import REFUSED_EXIT_CODE
-from foodtaster_airflow import steps
+from foodtaster_airflow import ledger_step
 from foodtaster_airflow.spark_submit import ValidateBatchOperator
 from foodtaster_dev.localenv import VENV_BIN
 
@@ -47,11 +47,11 @@ def test_a_refused_validation_is_noted_alerted_and_failed_at_once_with_the_reaso
     app = tmp_path / "app.py"
     app.write_text(f"import sys\nprint('REFUSED: {why}', file=sys.stderr)\nsys.exit({REFUSED_EXIT_CODE})\n")
     notes = []
-    monkeypatch.setattr(steps, "note_run", lambda *args: notes.append(args))
+    monkeypatch.setattr(ledger_step, "note_run", lambda *args: notes.append(args))
+    landed = {"batch_id": "20261121", "batch_date": "2026-11-21"}  # the land task's XCom, rendered
     operator = ValidateBatchOperator(task_id="validate", application=str(app), dataset="orders",
-                                     conf={"spark.ui.enabled": "false"})
-    landed = {"batch_id": "20261121", "batch_date": "2026-11-21"}
-    ti = SimpleNamespace(dag_id="foodtaster_orders", xcom_pull=lambda task_ids: landed)
+                                     conf={"spark.ui.enabled": "false"}, landed=landed)
+    ti = SimpleNamespace(dag_id="foodtaster_orders")
     caplog.set_level(logging.INFO)
     with pytest.raises(AirflowFailException, match=f"^REFUSED: {why}$"):
         operator.execute({"ti": ti, "run_id": "manual__1"})

@@ -13,6 +13,7 @@ from foodtaster.ops import trend
 from foodtaster.ops.alerts import Alert, build_batch_alert
 from foodtaster.policy import Facts, decide
 from foodtaster.registry import DatasetConfig
+from foodtaster.state import ledger
 from foodtaster.state.lake import Lake
 from foodtaster.state.ledger import record_batch
 
@@ -64,7 +65,7 @@ def held_alert_with_trend(root: str, config: DatasetConfig) -> tuple[Alert, tren
     _quarantine(lake, HELD_DAY, ["fulfilment-svc"] * 100 + ["loyalty-svc"] * 16)
     verdict = decide(Facts.of_summary(summary), config)
     found = trend.dataset_trend(lake, config, until=HELD_DAY,
-                                pending=trend.pending_entry(summary, verdict.publish))
+                                pending=ledger.pending_entry(summary, verdict.publish))
     alert = build_batch_alert(summary, verdict, config, {}, trend=found,
                               chart_png=trend.render_trend(found), run_url=RUN_URL,
                               producers=trend.producers_ranked(lake, "orders", [(HELD_DAY, HELD_ID)]))

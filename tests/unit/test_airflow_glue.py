@@ -7,21 +7,21 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from support.airflow_api import FakeAirflowApi
 from support.environment import PROJECT_ROOT
 from support.lake import reason, write_batch
+from support.task_documents import landed, ledger_entry, summary
 
 from foodtaster.errors import refusal
-from foodtaster.policy import Facts, decide
 from foodtaster.registry import get_dataset
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json
-from foodtaster_airflow import channels, steps
+from foodtaster_airflow import channels, ledger_step, steps
 from foodtaster_airflow.rest import AirflowApi
 from foodtaster_airflow.spark_submit import (
     ValidateBatchOperator,
@@ -117,31 +117,10 @@ def test_the_trigger_form_refuses_a_batch_id_no_batch_can_have_and_shows_no_mark
 # ---------------------------------------------------------------------- gate
 
 
-def summary(**overrides):
-    base = {
-        "dataset": "orders", "batch_id": "20261120", "batch_date": "2026-11-20",
-        "messages": 100, "valid": 90, "quarantined": 9, "duplicates_dropped": 1,
-        "quarantine_rate": 0.09, "reasons": {"a.rule": 2, "b.rule": 7, "c.rule": 2},
-        "samples": [], "gate": {"passed": True, "failed": []}, "paths": {"quarantine": "q"},
-        "timings": {"total_s": 1.0}, "run_id": "run",
-    }
-    document = {**base, **overrides}
-    # as the job writes it: with the verdict decided from the same counts
-    facts = replace(Facts.of_summary(document), accounted=document["valid"] + document["quarantined"]
-                    + document["duplicates_dropped"])
-    return {**document, "verdict": decide(facts, get_dataset("orders")).as_dict()}
-
-
-def landed(lake: Lake) -> dict:
-    return {"lake": lake.root, "dataset": "orders", "batch_id": "20261120",
-            "batch_date": "2026-11-20", "messages": 100, "files": [{}], "unreadable": [],
-            "empty": False}
-
-
 def test_gate_reads_the_summary_and_passes_on_its_verdict(tmp_path):
     lake = Lake(str(tmp_path))
     write_json(lake.summary("orders", "20261120"), summary())
-    decision = steps.gate("orders", landed(lake))
+    decision = steps.read_verdict("orders", landed(lake))
     assert decision["verdict"]["publish"] and decision["verdict"]["alert"]  # 9% >= 2%
     assert decision["top_reasons"] == [["b.rule", 7], ["a.rule", 2], ["c.rule", 2]]
     assert decision["counts"]["messages"] == 100
@@ -151,14 +130,14 @@ def test_gate_reads_the_summary_and_passes_on_its_verdict(tmp_path):
 def test_gate_holds_a_batch_whose_counts_do_not_add_up(tmp_path):
     lake = Lake(str(tmp_path))
     write_json(lake.summary("orders", "20261120"), summary(valid=95, quarantine_rate=0.01))
-    verdict = steps.gate("orders", landed(lake))["verdict"]
+    verdict = steps.read_verdict("orders", landed(lake))["verdict"]
     assert not verdict["publish"] and verdict["severity"] == "critical"
     assert "do not add up" in verdict["why"][-1]
 
 
 def test_gate_fails_when_the_job_wrote_no_summary(tmp_path):
     with pytest.raises(steps.PipelineError, match="no summary"):
-        steps.gate("orders", landed(Lake(str(tmp_path))))
+        steps.read_verdict("orders", landed(Lake(str(tmp_path))))
 
 
 # --------------------------------------------------------------------- retry
@@ -168,7 +147,7 @@ def test_the_retry_tasks_check_reads_the_contract_and_the_lake_without_the_engin
     rule = "customer_id.references(customers.customer_id)"  # contracts/orders.py: retryable
     write_batch(tmp_path, "2026-11-20", "20261120", [b'{"a": 1}', b'{"a": 2}'],
                 {2: [reason(rule, "c-9 is not among the published customer_id", column="customer_id")]})
-    probe = ("import sys; from foodtaster_airflow.steps import retry_work; "
+    probe = ("import sys; from foodtaster_airflow.spark_submit import retry_work; "
              "print(repr(retry_work('orders', sys.argv[1]))); "
              "print(sorted(m for m in sys.modules if m.startswith('foodtaster.engine')))")
     done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True,
@@ -186,9 +165,9 @@ def test_the_retry_tasks_check_reads_the_contract_and_the_lake_without_the_engin
 def test_ledger_entries_are_accepted_by_the_ledger(tmp_path, outcome):
     lake = Lake(str(tmp_path))
     write_json(lake.summary("orders", "20261120"), summary())
-    decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
+    decision = None if outcome == "empty" else steps.read_verdict("orders", landed(lake))
     published = {"valid": 90} if outcome == "published" else None
-    entry = ledger.ledger_entry(landed(lake), decision, published, None, "dag", "run")
+    entry = ledger_entry(lake, decision, published, "dag", "run")
     ledger.record_batch(lake, "orders", entry)
     (recorded,) = ledger.batch_entries(lake, "orders")
     assert recorded["verdict"] == outcome
@@ -200,69 +179,24 @@ def test_the_run_note_leads_with_the_verdict_and_names_the_batch_and_its_inbox_d
     for outcome, changes in [("published", {}), ("empty", {}),
                              ("held", {"quarantine_rate": 0.3, "quarantined": 30, "valid": 69})]:
         write_json(lake.summary("orders", "20261120"), summary(**changes))
-        decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
+        decision = None if outcome == "empty" else steps.read_verdict("orders", landed(lake))
         published = {"valid": 90} if outcome == "published" else None
-        notes[outcome] = steps.run_note(
-            ledger.ledger_entry(landed(lake), decision, published, None, "dag", "run"))
+        notes[outcome] = ledger_step.run_note(ledger_entry(lake, decision, published, "dag", "run"))
     assert notes["published"] == (
         "published: batch 20261120, inbox date 2026-11-20: 90 valid, 9 quarantined of 100 (9.00%)")
     assert notes["empty"] == "empty: batch 20261120, inbox date 2026-11-20: no new files in the inbox"
     assert notes["held"].startswith(
         "HELD, not published: batch 20261120, inbox date 2026-11-20: 30 quarantined of 100 "
         "(30.00%); quarantine rate 30.00% >= hold_rate")
-    assert steps.landing_note(landed(lake)) == (
+    assert ledger_step.landing_note(landed(lake)) == (
         "batch 20261120, inbox date 2026-11-20: 100 messages landed")
-
-
-class FakeAirflowApi:
-    """A loopback HTTP server answering like Airflow's REST API: a token, then run PATCHes."""
-
-    def __init__(self) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        self.requests: list[tuple[str, str, dict]] = []
-        seen = self.requests
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self, body: dict) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                sent = json.loads(self.rfile.read(length) or b"{}")
-                seen.append((self.command, self.path, sent))
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self) -> None:  # noqa: N802
-                self._answer({"access_token": "t0ken"})
-
-            def do_PATCH(self) -> None:  # noqa: N802
-                self._answer({"note": "set"})
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> FakeAirflowApi:
-        import threading
-
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_the_run_note_is_set_on_the_run_through_the_rest_api_and_never_fails_the_run():
     run_id = "manual__2026-11-20T00:00:00+00:00"
     with FakeAirflowApi() as server:
         api = AirflowApi(server.url, "admin", "admin", timeout=5)
-        assert steps.note_run("orders", "20261120", "foodtaster_orders", run_id, "HELD: x",
+        assert ledger_step.note_run("orders", "20261120", "foodtaster_orders", run_id, "HELD: x",
                               api=api)
     assert server.requests[-1] == (
         "PATCH",
@@ -271,7 +205,7 @@ def test_the_run_note_is_set_on_the_run_through_the_rest_api_and_never_fails_the
         {"note": "HELD: x"},
     )
     # the server is gone: the note is logged, the run goes on
-    assert not steps.note_run("orders", "20261120", "foodtaster_orders", run_id, "HELD: x",
+    assert not ledger_step.note_run("orders", "20261120", "foodtaster_orders", run_id, "HELD: x",
                               api=AirflowApi(server.url, "admin", "admin", timeout=5))
 
 
@@ -463,7 +397,7 @@ def test_spark_default_picks_the_master_and_local_is_the_default(monkeypatch, co
 
 def test_only_what_a_retry_may_change_is_not_a_refusal():
     from foodtaster.engine.accounting import CountsDoNotAddUp
-    from foodtaster.engine.job import BatchWasRedriven
+    from foodtaster.engine.run import BatchWasRedriven
     from foodtaster.registry import RegistryError
     from foodtaster.state.lease import LeaseHeld
 
@@ -517,7 +451,7 @@ def test_a_batch_id_the_land_task_cannot_reprocess_is_refused_at_once(tmp_path, 
 
     monkeypatch.setenv("FOODTASTER_LAKE", str(tmp_path / "lake"))
     notes = []
-    monkeypatch.setattr(steps, "note_run", lambda *args: notes.append(args[-1]))
+    monkeypatch.setattr(ledger_step, "note_run", lambda *args: notes.append(args[-1]))
     built = (build_dag if dag == "scheduled" else build_reprocess_dag)(get_dataset("orders"))
     context = {"params": {"batch_id": "20261121"}, "run_id": "manual__1",
                "logical_date": datetime(2026, 11, 22, tzinfo=UTC)}

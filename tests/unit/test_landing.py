@@ -347,7 +347,7 @@ def test_symlinks_under_the_inbox_are_refused_and_never_followed(
                for r in caplog.records)
     from foodtaster.state.ledger import ledger_entry
 
-    entry = ledger_entry(result.as_dict(), None, None, None, "foodtaster_orders", "run")
+    entry = ledger_entry(result, None, False, None, "foodtaster_orders", "run")
     assert entry["refused"] == result.refused  # the ledger says what was never read
 
     # a symlinked dt= folder lands nothing, and says so

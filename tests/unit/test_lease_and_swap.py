@@ -102,6 +102,18 @@ def test_run_ids_from_airflow_become_path_names() -> None:
     assert run_id_from("::") == "run"
 
 
+def staged_summary(run_id: str) -> dict:
+    """The summary of run `run_id` of batch b1, its rows staged, not published."""
+    from foodtaster.policy import Verdict
+    from foodtaster.summary import BatchSummary, GateResult
+
+    return BatchSummary(
+        dataset="orders", batch_id="b1", batch_date="2026-11-20", run_id=run_id, messages=1, valid=1,
+        quarantined=0, duplicates_dropped=0, quarantine_rate=0.0, gate=GateResult.skipped_gate(),
+        verdict=Verdict(publish=True, alert=False, severity="ok", why=()), published=False,
+    ).to_json()
+
+
 def test_the_publish_task_publishes_the_judged_run_and_says_so_in_the_summary(lake: Lake) -> None:
     from foodtaster.state.lake import read_json, write_json
     from foodtaster_airflow.steps import PipelineError, publish_judged
@@ -110,14 +122,14 @@ def test_the_publish_task_publishes_the_judged_run_and_says_so_in_the_summary(la
     staged.mkdir(parents=True)
     (staged / "part-0.parquet").write_text("rows of run r1")
     summary_uri = lake.summary("orders", "b1")
-    write_json(summary_uri, {"run_id": "r2", "published": False})
+    write_json(summary_uri, staged_summary("r2"))
     decision = {"batch_id": "b1", "batch_date": "2026-11-20", "run_id": "r1",
                 "summary_path": summary_uri}
     with pytest.raises(PipelineError, match="the gate judged run r1 but run r2 is staged"):
         publish_judged(lake, "orders", decision)
     assert not Path(lake.valid("orders", "2026-11-20", "b1")).exists()
 
-    write_json(summary_uri, {"run_id": "r1", "published": False})
+    write_json(summary_uri, staged_summary("r1"))
     path = publish_judged(lake, "orders", decision)
     assert (Path(path) / "part-0.parquet").read_text() == "rows of run r1" and not staged.exists()
     assert read_json(summary_uri)["published"] is True

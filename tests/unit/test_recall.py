@@ -33,7 +33,10 @@ def lake(tmp_path):
     lake = Lake(str(tmp_path))
     counts = {"messages": 4, "valid": 3, "quarantined": 1, "duplicates_dropped": 0,
               "reasons": {"json.invalid": 1}}
-    write_json(lake.summary("orders", BATCH), {"batch_id": BATCH, **counts})
+    verdict = {"publish": True, "alert": True, "severity": "warning", "why": []}
+    write_json(lake.summary("orders", BATCH), {
+        "dataset": "orders", "batch_id": BATCH, "batch_date": "2026-11-20", "run_id": "r1",
+        "quarantine_rate": 0.25, "verdict": verdict, **counts})
     return lake
 
 

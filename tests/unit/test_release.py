@@ -23,9 +23,10 @@ def lake(tmp_path: Path) -> Lake:
     staged = Path(lake.staged_valid("orders", DATE, BATCH))
     staged.mkdir(parents=True)
     pq.write_table(pa.table({"message_id": ["m1", "m2", "m3"]}), staged / "part-0.parquet")
-    summary = {"batch_id": BATCH, "batch_date": DATE, "messages": 5, "valid": 3, "quarantined": 2,
-               "duplicates_dropped": 0, "quarantine_rate": 0.4, "published": False, "run_id": "r1",
-               "verdict": {"publish": False, "why": ["quarantine rate 40.00% >= hold_rate 20.00%"]}}
+    summary = {"dataset": "orders", "batch_id": BATCH, "batch_date": DATE, "messages": 5, "valid": 3,
+               "quarantined": 2, "duplicates_dropped": 0, "quarantine_rate": 0.4, "published": False,
+               "run_id": "r1", "verdict": {"publish": False, "alert": True, "severity": "critical",
+                                           "why": ["quarantine rate 40.00% >= hold_rate 20.00%"]}}
     write_json(lake.summary("orders", BATCH), summary)
     record_batch(lake, "orders", {**{k: summary[k] for k in (
         "batch_id", "batch_date", "messages", "valid", "quarantined", "duplicates_dropped",

@@ -10,7 +10,7 @@ import pytest
 
 from foodtaster.errors import UsageError, refusal
 from foodtaster.registry import get_dataset
-from foodtaster_airflow import run_conf, steps
+from foodtaster_airflow import ledger_step, run_conf
 
 
 @pytest.mark.parametrize(("conf", "reprocess", "backfill", "why"), [
@@ -62,7 +62,7 @@ def test_the_land_task_refuses_a_backfill_given_an_inbox_date(tmp_path, monkeypa
 
     monkeypatch.setenv("FOODTASTER_LAKE", str(tmp_path / "lake"))
     notes = []
-    monkeypatch.setattr(steps, "note_run", lambda *args: notes.append(args[-1]))
+    monkeypatch.setattr(ledger_step, "note_run", lambda *args: notes.append(args[-1]))
     dag = build_dag(get_dataset("orders"))
     assert dag.params == {} or not dict(dag.params)  # the Backfill tab shows nothing it drops
     run = SimpleNamespace(run_type="backfill", conf={"batch_date": "2026-11-02"})

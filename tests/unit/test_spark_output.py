@@ -7,7 +7,8 @@ import logging
 
 import pytest
 
-from foodtaster_airflow.spark_submit import JOB_LOGGER, SPARK_LOGGER, ValidateBatchOperator
+from foodtaster_airflow.spark_output import JOB_LOGGER, SPARK_LOGGER
+from foodtaster_airflow.spark_submit import ValidateBatchOperator
 
 OUTPUT = """\
 WARNING: Using incubator modules: jdk.incubator.vector
@@ -51,7 +52,7 @@ EXPECTED = [  # (logger, level, line) in the task log: the job's lines first, ma
     (JOB_LOGGER, logging.INFO,
      "validated: dataset=orders batch=20261120 messages=10 (foodtaster.engine.job)"),
     (JOB_LOGGER, logging.INFO, "summary: orders batch 20261120: 10 messages = 9 valid + 1 quarantined + "
-                               "? duplicates dropped; quarantine rate ?; staged: the gate task reads "
+                               "? duplicates dropped; quarantine rate ?; staged: the read_verdict task reads "
                                "the verdict, publish publishes it or it is held"),
     # then Spark's, folded in one group, each at its level
     (SPARK_LOGGER, logging.INFO, "::group::Spark and the JVM: 14 lines (7 error, 3 info, 4 warning)"),

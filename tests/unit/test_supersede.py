@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from foodtaster.sources.inbox import SUPERSEDES, SupersedeError, land_batch
+from foodtaster.sources.inbox import land_batch
+from foodtaster.sources.supersede import SUPERSEDES, SupersedeError
 from foodtaster.state.lake import Lake, write_json
 
 DATE = "2026-11-21"
@@ -83,7 +84,6 @@ def test_the_ledger_entry_of_the_rerun_names_the_replaced_delivery(held):
     lake, _ = held
     _put(lake, "corrected.jsonl", b'{"a": 1}\n')
     _put(lake, SUPERSEDES, b'{"why": "encoder fixed"}')
-    landed = land_batch(lake, "orders", DATE).as_dict()
-    entry = ledger_entry({**landed, "lake": lake.root}, None, None, None, "dag", "run")
+    entry = ledger_entry(land_batch(lake, "orders", DATE), None, False, None, "dag", "run")
     assert entry["superseded"]["why"] == "encoder fixed"
     assert [f["name"] for f in entry["superseded"]["files"]] == ["poisoned.jsonl"]

@@ -10,6 +10,7 @@ import pytest
 
 from foodtaster.ops import trend
 from foodtaster.registry import DatasetConfig
+from foodtaster.state import ledger
 from foodtaster.state.lake import Lake
 from foodtaster.state.ledger import record_batch
 
@@ -169,7 +170,7 @@ def test_a_limit_keeps_the_latest_batches_and_counts_their_producers_only(lake):
 def test_a_pending_batch_takes_its_place_and_replaces_its_earlier_record(lake):
     summary = {"batch_id": "20261104", "batch_date": "2026-11-04", "messages": 100,
                "quarantined": 50, "quarantine_rate": 0.5, "reasons": {"json.invalid": 50}}
-    t = trend.dataset_trend(lake, CONFIG, pending=trend.pending_entry(summary, publish=False))
+    t = trend.dataset_trend(lake, CONFIG, pending=ledger.pending_entry(summary, publish=False))
     assert [(b.batch_date, b.verdict, b.quarantine_rate) for b in t.batches][2:4] == [
         ("2026-11-03", "empty", 0.0), ("2026-11-04", "held", 0.5)]
     assert len(t.batches) == 5 and t.batches[3].top_reasons == (("json.invalid", 50),)

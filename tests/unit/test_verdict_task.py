@@ -4,18 +4,15 @@ turns it green when the task runs again (docs/decisions/017-a-held-batch-fails-i
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-from test_airflow_glue import landed, summary
+from support.airflow_api import FakeAirflowApi
+from support.task_documents import landed, ledger_entry, summary
 
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json
 from foodtaster.state.release import release_batch
-from foodtaster_airflow import steps
+from foodtaster_airflow import ledger_step, steps
 from foodtaster_airflow.rest import AirflowApi
 
 DAG, RUN = "foodtaster_orders", "scheduled__2026-11-20T00:00:00+00:00"
@@ -31,22 +28,22 @@ def lake(tmp_path, monkeypatch) -> Lake:
 def recorded(lake: Lake, outcome: str) -> dict:
     """The ledger task's result for a run of `outcome`, its record written as the task does."""
     write_json(lake.summary("orders", "20261120"), summary(**(HELD if outcome == "held" else {})))
-    decision = None if outcome == "empty" else steps.gate("orders", landed(lake))
+    decision = None if outcome == "empty" else steps.read_verdict("orders", landed(lake))
     published = {"valid": 90} if outcome == "published" else None
-    entry = ledger.ledger_entry(landed(lake), decision, published, None, "foodtaster_orders", RUN)
+    entry = ledger_entry(lake, decision, published, "foodtaster_orders", RUN)
     ledger.record_batch(lake, "orders", entry)
     return {"entry": entry}
 
 
 def test_a_published_batch_ends_the_run_green_and_an_empty_landing_skips(lake):
-    assert steps.verdict("orders", recorded(lake, "published"), DAG, RUN) == {"verdict": "published"}
+    assert ledger_step.verdict("orders", recorded(lake, "published"), DAG, RUN) == {"verdict": "published"}
     with pytest.raises(AirflowSkipException, match="empty: batch 20261120"):
-        steps.verdict("orders", recorded(lake, "empty"), DAG, RUN)
+        ledger_step.verdict("orders", recorded(lake, "empty"), DAG, RUN)
 
 
 def test_a_held_batch_fails_the_run_with_why_and_what_to_do(lake, caplog):
     with pytest.raises(AirflowFailException) as failed:
-        steps.verdict("orders", recorded(lake, "held"), DAG, RUN)
+        ledger_step.verdict("orders", recorded(lake, "held"), DAG, RUN)
     assert str(failed.value).startswith(
         "HELD, not published: batch 20261120, inbox date 2026-11-20: quarantine rate 30.00% >= hold_rate")
     assert "held because: quarantine rate 30.00%" in caplog.text
@@ -59,65 +56,26 @@ def test_once_released_the_held_runs_verdict_ends_green_with_who_and_why(lake, c
     staged = lake.staged_valid("orders", "2026-11-20", "20261120")
     write_json(f"{staged}/part-0.json", {})  # the staged rows a release publishes
     release_batch(lake, "orders", "20261120", "the bad rows are a test feed", "alice")
-    assert steps.verdict("orders", held, DAG, RUN)["verdict"] == "released"
+    assert ledger_step.verdict("orders", held, DAG, RUN)["verdict"] == "released"
     assert "RELEASED by alice at " in caplog.text and "the bad rows are a test feed" in caplog.text
     assert "event=run_note_skipped" in caplog.text and "note: RELEASED by alice" in caplog.text
     # a later run of the batch has its own verdict: this run's is still its hold
     with pytest.raises(AirflowFailException):
-        steps.verdict("orders", held, DAG, "manual__2026-11-22T10:00:00+00:00")
-    note = steps.run_note(ledger.batch_entry(lake, "orders", "20261120"))
+        ledger_step.verdict("orders", held, DAG, "manual__2026-11-22T10:00:00+00:00")
+    note = ledger_step.run_note(ledger.batch_entry(lake, "orders", "20261120"))
     assert note.startswith("RELEASED by alice at ")
     assert ": the bad rows are a test feed: batch 20261120" in note
     assert "held because: quarantine rate 30.00% >= hold_rate" in note
-
-
-class RecordingApi:
-    """A loopback HTTP server answering as Airflow's REST API does: a token, a note's PATCH,
-    a clear's POST (one task instance cleared)."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str, dict]] = []
-        seen = self.requests
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self, body: dict) -> None:
-                sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                seen.append((self.command, self.path, sent))
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self) -> None:  # noqa: N802
-                if self.path == "/auth/token":
-                    self._answer({"access_token": "t0ken"})
-                else:
-                    self._answer({"task_instances": [], "total_entries": 1})
-
-            def do_PATCH(self) -> None:  # noqa: N802
-                self._answer({"note": "set"})
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def test_a_release_notes_the_held_run_and_clears_its_verdict_task(lake, caplog):
     recorded(lake, "held")
     write_json(f"{lake.staged_valid('orders', '2026-11-20', '20261120')}/part-0.json", {})
     release_batch(lake, "orders", "20261120", "a test feed", "alice")
-    api = RecordingApi()
+    api = FakeAirflowApi().start()
     try:
-        shown = steps.show_release("orders", "20261120", AirflowApi(api.url, "admin", "admin", timeout=5))
+        shown = ledger_step.show_release("orders", "20261120",
+                                         AirflowApi(api.url, "admin", "admin", timeout=5))
     finally:
         api.close()
     assert shown == {"run": ["foodtaster_orders", RUN], "cleared": 1}
@@ -128,7 +86,8 @@ def test_a_release_notes_the_held_run_and_clears_its_verdict_task(lake, caplog):
     assert clear["task_ids"] == ["verdict"] and clear["dag_run_id"] == RUN and clear["only_failed"]
     assert clear["dry_run"] is False
     # no API (`airflow dags test`): the release stands, the log says what to clear by hand
-    assert steps.show_release("orders", "20261120", AirflowApi(api.url, "a", "b", timeout=2))["cleared"] == 0
+    unreachable = AirflowApi(api.url, "a", "b", timeout=2)
+    assert ledger_step.show_release("orders", "20261120", unreachable)["cleared"] == 0
     assert "clear the run's verdict task in the UI" in caplog.text
 
 
@@ -137,12 +96,12 @@ def test_the_self_pause_is_the_held_runs_last_act_once(lake, monkeypatch):
     stay running. The verdict task pauses it, on its first try only (a clear says the verdict
     again, it does not pause again)."""
     paused = []
-    monkeypatch.setattr(steps, "disable", lambda *args: paused.append(args[:3]))
+    monkeypatch.setattr(ledger_step, "disable", lambda *args: paused.append(args[:3]))
     held = {**recorded(lake, "held"), "held_streak": 3, "pause_due": True}
     for try_number in (1, 2):
         with pytest.raises(AirflowFailException):
-            steps.verdict("orders", held, DAG, RUN, try_number)
+            ledger_step.verdict("orders", held, DAG, RUN, try_number)
     assert paused == [("orders", "foodtaster_orders", 3)]
     with pytest.raises(AirflowFailException):
-        steps.verdict("orders", {**held, "pause_due": False}, DAG, RUN)
+        ledger_step.verdict("orders", {**held, "pause_due": False}, DAG, RUN)
     assert len(paused) == 1
