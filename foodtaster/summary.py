@@ -69,6 +69,8 @@ class BatchSummary:
     recalled: int | None = None  # rows a recall moved from valid to the quarantine
     recalls: list[dict[str, Any]] | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    # A JSON Schema contract's keywords the dataset asked not to judge (`ignore`, JSON pointers)
+    not_judged: list[str] | None = None
 
     @property
     def accounted(self) -> int:

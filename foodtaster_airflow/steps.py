@@ -79,6 +79,9 @@ def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dic
     from foodtaster.state.lease import batch_lease
 
     config, lake = _config(dataset), lake_from_env()
+    # A contract that cannot be read (a refused option, a remote $ref, a missing file) is refused
+    # here, before anything lands, not by the validate task after.
+    config.read_contract()
     if batch_id:
         date = landed_date(lake, dataset, check_batch_id(batch_id))
         hour = None

@@ -280,6 +280,7 @@ def _summarize(batch: _Batch, written: _Written, gate: GateResult,
     return BatchSummary(
         dataset=config.name, batch_id=run.batch_id, batch_date=run.batch_date, run_id=run.run_id,
         contract=config.contract, input=run.input_path,
+        not_judged=list(batch.contract.schema.ignored) or None if batch.contract.judged_by_schema else None,
         messages=messages, valid=written.valid_count, quarantined=quarantined,
         duplicates_dropped=written.duplicates_dropped, listed=already_listed,
         crash_isolated=[item.as_dict() for item in isolated], quarantine_rate=rate,

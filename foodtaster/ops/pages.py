@@ -370,6 +370,8 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
         f"hold_rate {_rate(config.hold_rate)})</p>"
         + ("<ul class=why>" + "".join(f"<li>{_e(line)}</li>" for line in why) + "</ul>" if why else "")
         + _links(lake, config, batch_id, record, summary)
+        + "".join(f"<p>Not judged, as the dataset asks (ignore): <code>{_e(p)}</code></p>"
+                  for p in summary.get("not_judged") or ())
         + f"<table>{counts}</table>"
         + "<h2>Reasons, most messages first</h2>"
         + (f"<table><thead><tr><th>messages</th><th>rule (its messages below)</th></tr></thead>"

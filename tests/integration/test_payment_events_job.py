@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from foodtaster.engine.job import BatchRun, run_batch
+from foodtaster.engine.job import BatchRun
+from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake
 from foodtaster_dev.sample_payments import DATASET, generate_payments
@@ -112,3 +113,20 @@ def test_a_redrive_after_a_schema_fix_publishes_what_the_fix_admits(spark, taste
     assert report["counts"]["published"] == len(only_id)
     published = spark.read.parquet(lake.valid(DATASET, DAY, "redrive-r1")).collect()
     assert sorted(_place(r.asDict()) for r in published) == sorted((t.file, t.line) for t in only_id)
+
+
+def test_a_keyword_the_dataset_ignores_is_not_judged_and_the_summary_says_so(spark, tmp_path):
+    from foodtaster.sources.inbox import land_batch
+
+    lake = Lake(str(tmp_path / "lake"))
+    made = generate_payments(Path(lake.inbox(DATASET, DAY)), messages=80, seed=5, poison_rate=0.5,
+                             files=1, batch_date=DAY, kinds=["pattern_mismatch"])
+    ignored = ("#/properties/id/pattern",)
+    config = dataclasses.replace(get_dataset(DATASET), ignore=ignored)
+    landed = land_batch(lake, DATASET, DAY, batch_id="ignored")
+    run = BatchRun(config=config, input_path=landed.raw_path, lake=lake, batch_id="ignored", batch_date=DAY)
+    summary = run_batch(spark, run).to_json()
+    assert summary["not_judged"] == list(ignored)
+    assert "id.pattern" not in summary["reasons"]
+    broken_ids = [t for t in made.truth if ("id.pattern", "id") in t.reasons]
+    assert broken_ids and summary["valid"] >= len(broken_ids)

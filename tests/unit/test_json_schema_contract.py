@@ -141,3 +141,20 @@ def test_the_registry_reads_a_schema_beside_it_and_refuses_schema_options_on_a_m
     registry.write_text(registry.read_text().replace("Orders\n", "Orders\n    ignore: ['#/x']\n"))
     with pytest.raises(RegistryError, match="ignore and assert_formats are a JSON Schema contract's"):
         load_registry(registry)
+
+
+def test_the_land_task_refuses_a_contract_it_cannot_read_before_anything_lands(tmp_path, monkeypatch):
+    from foodtaster_airflow import steps
+
+    write(tmp_path, {"properties": {"a": {"$ref": "https://example.com/remote.json"}}})
+    registry = tmp_path / "pipeline.yaml"
+    registry.write_text("datasets:\n  events:\n    contract: event.schema.json\n"
+                        "    expectation_suite: expectations/orders.json\n")
+    lake = tmp_path / "lake"
+    (lake / "inbox" / "events" / "dt=2026-11-20").mkdir(parents=True)
+    (lake / "inbox" / "events" / "dt=2026-11-20" / "a.jsonl").write_text('{"a": 1}\n')
+    monkeypatch.setenv("FOODTASTER_REGISTRY", str(registry))
+    monkeypatch.setenv("FOODTASTER_LAKE", str(lake))
+    with pytest.raises(ContractError, match="remote references are not fetched"):
+        steps.land("events", "2026-11-20", None, None)
+    assert not (lake / "raw").exists()
