@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt constraints.txt pyproje
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: demo demo-engine test typecheck unit integration e2e bench venv jar cds clean lock airflow compose-tools browser-tools
+.PHONY: demo demo-engine test typecheck unit integration e2e bench bench-dqx-venv venv jar cds clean lock airflow compose-tools browser-tools
 
 venv: $(STAMP)
 
@@ -95,6 +95,18 @@ e2e: $(STAMP) $(JAR) $(CDS) browser-tools
 BENCH_ARGS ?=
 bench: $(STAMP) $(JAR)
 	$(BIN)/python bench/bench_validate.py $(BENCH_ARGS)
+
+# The peer's own venv (bench/README.md, "The peer: DQX"): Databricks Labs DQX and the same pyspark,
+# kept apart from the project's; bench/bench_peers.py runs bench/bench_dqx.py with it.
+DQX_VENV := bench/.venv-dqx
+DQX_STAMP := $(DQX_VENV)/.installed-$(shell cat bench/dqx/requirements.txt bench/dqx/constraints.txt | cksum | cut -d' ' -f1)
+bench-dqx-venv: $(DQX_STAMP)
+
+$(DQX_STAMP): bench/dqx/requirements.txt bench/dqx/constraints.txt
+	@test -x $(DQX_VENV)/bin/python || $(PYTHON) -m venv $(DQX_VENV)
+	$(DQX_VENV)/bin/pip install --quiet --upgrade pip==26.3
+	$(DQX_VENV)/bin/pip install --quiet -r bench/dqx/requirements.txt -c bench/dqx/constraints.txt
+	@rm -f $(DQX_VENV)/.installed-* && touch $@
 
 # The lake, the Airflow home and the demo's PostgreSQL metadata database, which would show runs
 # of batches no longer in the lake
