@@ -4,9 +4,10 @@ contract (contracts/order_events.py) or by the same rules as a JSON Schema
 valid rows' write included (what a contract changes in the job).
 
     .venv/bin/python bench/bench_json_schema.py generate --messages 200000 --input W/in
-    B=".venv/bin/python bench/bench_json_schema.py judge --input W/in"
-    farm-bench -n 3 --timeout 1800 --vs "$B --contract pandera --out W/pa" \\
-        -- $B --contract json-schema --out W/js
+    .venv/bin/python bench/bench_json_schema.py compare --input W/in --out W --rounds 3
+
+`compare` runs the two judges in alternating rounds, each a fresh process, and prints each
+round's wall seconds, the medians and the median of the paired ratios (JSON Schema / pandera).
 
 Each judge run prints its counts (they must be the same for both contracts but for the rules
 JSON Schema words otherwise: an ISO timestamp and a date by pattern, a decimal as a number).
@@ -31,6 +32,10 @@ def main() -> int:
     generate = verbs.add_parser("generate")
     generate.add_argument("--messages", type=int, default=200_000)
     generate.add_argument("--input", required=True)
+    compare = verbs.add_parser("compare")
+    compare.add_argument("--input", required=True)
+    compare.add_argument("--out", required=True)
+    compare.add_argument("--rounds", type=int, default=3)
     judge = verbs.add_parser("judge")
     judge.add_argument("--contract", choices=("pandera", "json-schema"), required=True)
     judge.add_argument("--input", required=True)
@@ -43,7 +48,31 @@ def main() -> int:
                                keep_truth=False)
         print(f"{made.messages} messages in {len(made.files)} files: {made.outcomes}")
         return 0
+    if args.verb == "compare":
+        return _compare(args.input, args.out, args.rounds)
     return _judge(args.contract, args.input, args.out)
+
+
+def _compare(input_dir: str, out: str, rounds: int) -> int:
+    import os
+    import statistics
+    import subprocess
+
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    seconds: dict[str, list[float]] = {"pandera": [], "json-schema": []}
+    for number in range(rounds):
+        for kind in ("pandera", "json-schema") if number % 2 == 0 else ("json-schema", "pandera"):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, __file__, "judge", "--contract", kind, "--input", input_dir,
+                            "--out", f"{out}/{kind}"], check=True, capture_output=True)
+            seconds[kind].append(time.perf_counter() - started)
+        print(f"round {number + 1}: pandera {seconds['pandera'][-1]:.1f} s, "
+              f"json-schema {seconds['json-schema'][-1]:.1f} s")
+    ratios = [js / pa for js, pa in zip(seconds["json-schema"], seconds["pandera"], strict=True)]
+    print(f"median: pandera {statistics.median(seconds['pandera']):.1f} s, json-schema "
+          f"{statistics.median(seconds['json-schema']):.1f} s, json-schema / pandera "
+          f"{statistics.median(ratios):.2f} (paired, {rounds} rounds); load average {os.getloadavg()[0]:.2f}")
+    return 0
 
 
 def _judge(kind: str, input_dir: str, out: str) -> int:
