@@ -79,7 +79,8 @@ def nested_outcome(lake: Lake, dataset: str = DATASET, example: Any = None) -> l
     valid = lake.valid(dataset, DATE, batch_id)
     if exists(valid):
         schema = pq.read_schema(next(Path(_local(valid)).rglob("*.parquet")))
-        lines.append(f"  valid rows ({valid}), nested columns as any Parquet reader sees them:")
+        lines.append(f"  valid rows ({relative_to_lake(valid, lake.root)}), nested columns as any Parquet "
+                     "reader sees them:")
         lines += [f"    {field.name}: {field.type}" for field in schema if field.name in ("data", "_unknown")]
     return lines
 

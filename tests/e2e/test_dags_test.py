@@ -20,6 +20,7 @@ from support.e2e import (
 )
 from support.servers import SmtpSink, WebhookSink
 
+from foodtaster.lake_paths import relative_to_lake
 from foodtaster.state import ledger
 from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import GroupLog
@@ -136,7 +137,8 @@ def test_a_batch_over_alert_rate_is_published_and_alerts_by_email_and_slack(
     assert "&lt;script&gt;" in html
     assert "<script>" not in html
     assert str(expected["quarantined"]) in text
-    assert the_lake.quarantine(DATASET, date, batch_id) in text
+    # where the quarantine is, relative to the lake, as everything a person reads names it
+    assert relative_to_lake(the_lake.quarantine(DATASET, date, batch_id), the_lake.root) in text
     assert "customer_id" in html or "currency" in html  # the top reasons
 
     # Slack: one POST to the webhook path, escaped too

@@ -88,7 +88,7 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(demo):
     assert messages == 400 == valid + quarantined + dropped and quarantined > 0
     keywords = ("minimum|maximum|exclusiveMinimum|maxLength|minLength|pattern|enum|type|required|oneOf|"
                 "additionalProperties|format|maxItems|const")
-    assert re.search(rf"    (data\.[\w.\[\]]+): \S+\.({keywords})\b", schema_part), schema_part
+    assert re.search(rf"    (data\.\S+): \S+\.({keywords})\b", schema_part), schema_part
     # The JetStream part runs whenever the machine's NATS answers (it does under CI).
     assert "Published 500 messages to JetStream" in out or "the JetStream demo is skipped" in out
     if "Published 500 messages" in out:
