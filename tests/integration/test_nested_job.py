@@ -14,7 +14,6 @@ apply to it.)
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import shutil
 import subprocess
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from support.tasted import inbox_lines, land_and_run
 
 from foodtaster.engine.job import BatchRun
 from foodtaster.engine.run import run_batch
@@ -80,32 +80,14 @@ def inbox(tmp_path_factory):
     (folder / HAND).write_bytes(b"".join(line + b"\n" for line, _, _ in HAND_LINES))
     truth = {(t.file, t.line): (t.expected, set(t.reasons)) for t in generated.truth}
     truth |= {(HAND, n): (outcome, reasons) for n, (_, outcome, reasons) in enumerate(HAND_LINES, 1)}
-    lines = {}
-    for path in folder.iterdir():
-        data = path.read_bytes()
-        for n, line in enumerate((gzip.decompress(data) if path.suffix == ".gz" else data).splitlines(), 1):
-            lines[(path.name, n)] = line
-    return lake, truth, lines
+    return lake, truth, inbox_lines(folder)
 
 
 @pytest.fixture(scope="module")
 def tasted(spark, inbox):
     """The batch landed and run once; what the tests read of it is taken before any other run."""
-    from foodtaster.sources.inbox import land_batch
-
     lake, _, _ = inbox
-    landed = land_batch(lake, DATASET, DAY, batch_id=BATCH)
-    run = BatchRun(config=get_dataset(DATASET), input_path=landed.raw_path, lake=lake, batch_id=BATCH,
-                   batch_date=DAY, publish=True)
-    summary = run_batch(spark, run).to_json()
-    valid = spark.read.parquet(lake.valid(DATASET, DAY, BATCH))
-    quarantine = spark.read.parquet(lake.quarantine(DATASET, DAY, BATCH))
-    return {
-        "lake": lake, "run": run, "summary": summary,
-        "valid_schema": valid.schema,
-        "valid": [r.asDict(recursive=True) for r in valid.collect()],
-        "quarantine": [r.asDict(recursive=True) for r in quarantine.collect()],
-    }
+    return land_and_run(spark, lake, DATASET, DAY, BATCH)
 
 
 # What a consumer runs: pyarrow and pandas, no Foodtaster (`-I`: no PYTHONPATH, no user site).

@@ -7,12 +7,12 @@ says, valid/ typed by the schema's typed view and whole."""
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+from support.tasted import inbox_lines, land_and_run
 
 from foodtaster.engine.job import BatchRun
 from foodtaster.engine.run import run_batch
@@ -27,26 +27,11 @@ LAYERS = ("bytes", "parse")
 
 @pytest.fixture(scope="module")
 def tasted(spark, tmp_path_factory):
-    from foodtaster.sources.inbox import land_batch
-
     lake = Lake(str(tmp_path_factory.mktemp("lake")))
     folder = Path(lake.inbox(DATASET, DAY))
     made = generate_payments(folder, messages=400, seed=31, poison_rate=0.15, files=2, gzip_files=1,
                              batch_date=DAY)
-    lines = {}
-    for path in folder.iterdir():
-        data = path.read_bytes()
-        for n, line in enumerate((gzip.decompress(data) if path.suffix == ".gz" else data).splitlines(), 1):
-            lines[(path.name, n)] = line
-    landed = land_batch(lake, DATASET, DAY, batch_id=BATCH)
-    run = BatchRun(config=get_dataset(DATASET), input_path=landed.raw_path, lake=lake, batch_id=BATCH,
-                   batch_date=DAY, publish=True)
-    summary = run_batch(spark, run).to_json()
-    valid = spark.read.parquet(lake.valid(DATASET, DAY, BATCH))
-    quarantine = spark.read.parquet(lake.quarantine(DATASET, DAY, BATCH))
-    return {"lake": lake, "made": made, "lines": lines, "summary": summary, "valid_schema": valid.schema,
-            "valid": [r.asDict(recursive=True) for r in valid.collect()],
-            "quarantine": [r.asDict(recursive=True) for r in quarantine.collect()]}
+    return {**land_and_run(spark, lake, DATASET, DAY, BATCH), "made": made, "lines": inbox_lines(folder)}
 
 
 def _place(row: dict) -> tuple[str, int]:
