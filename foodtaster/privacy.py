@@ -78,7 +78,7 @@ class Masker:
         list, with the key of the lake at `root` (default: the configured lake)."""
         read = contract if contract is not None else config.read_contract()
         marked = contract_personal(read) | frozenset(config.personal)
-        return cls(marked, mask_key(root))
+        return cls(marked, mask_key(root) if marked else b"")  # nothing to mask: no key made
 
     @classmethod
     def of(cls, patterns: Iterable[str], key: bytes) -> Masker:
@@ -137,7 +137,10 @@ class Masker:
             return self.opaque(data, "not JSON")
         if not isinstance(document, dict):
             return self.opaque(data, "not a JSON object")
-        return json.dumps(self.value(Path(), document), ensure_ascii=False, separators=(", ", ": "))
+        try:
+            return json.dumps(self.value(Path(), document), ensure_ascii=False, separators=(", ", ": "))
+        except RecursionError:
+            return self.opaque(data, "nested too deep to show")
 
     def opaque(self, data: bytes, why: str) -> str:
         """A line nothing can be told of: its length, a keyed hash and why."""

@@ -232,3 +232,23 @@ def test_the_gate_data_docs_show_no_personal_value(tasted):
     assert any("‹personal: " in text for text in pages.values())  # GX rendered the masks
     for path, text in pages.items():
         _never_shown(text, str(path))
+
+
+def test_the_spark_masks_are_the_python_ones(spark):
+    """`engine/masking.py` says what `Masker` says: which exact paths hold something personal
+    (quoted keys included), and the same mask of a string (the keyed hash from two `sha2`s)."""
+    from pyspark.sql import functions as F
+
+    from foodtaster.engine.masking import holding_regex, mask_column
+    from foodtaster.privacy import Masker
+
+    masker = Masker.of(["contact.email", 'meta["a.b"].who', "lines[].recipient", "card"], b"a key")
+    paths = ["contact.email", "contact", "contact.id", 'meta["a.b"].who', 'meta["a.b"]', "meta.a", "meta",
+             "lines[12].recipient", "lines[3]", "lines", "lines[3].qty", "card.number", "cards", "name"]
+    values = [EMAIL, NAME, PHONE, "12345", "Ünïcödé ☃", ""]
+    rows = spark.createDataFrame([(p, v) for p in paths for v in values[:1]] + [("x", v) for v in values],
+                                 "path string, value string")
+    got = rows.select("path", "value", F.col("path").rlike(holding_regex(masker)).alias("holds"),
+                      mask_column(F.col("value"), masker).alias("mask")).collect()
+    assert {r["path"]: r["holds"] for r in got} == {p: masker.holds_personal(p) for p in [*paths, "x"]}
+    assert {r["value"]: r["mask"] for r in got} == {v: masker.mask(v) for v in values}

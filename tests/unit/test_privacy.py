@@ -68,6 +68,13 @@ def test_a_line_that_is_no_json_object_shows_none_of_its_bytes(raw, why):
     assert shown == MASKER.message(raw)
 
 
+def test_a_deeply_nested_message_is_shown_never_a_crash():
+    deep = b'{"a":' * 900 + b"1" + b"}" * 900
+    assert json.loads(MASKER.message(deep)) == json.loads(deep)  # nothing personal on the way
+    deeper = b'{"a":' * 5000 + b"1" + b"}" * 5000
+    assert MASKER.message(deeper).startswith(f"‹not shown: {len(deeper)} bytes, ")
+
+
 def test_a_reason_value_text_masked_where_it_holds_anything_personal():
     assert MASKER.text("data.customer.email", '"ann.smith@example.com"') == \
         MASKER.mask("ann.smith@example.com")  # a JSON string's characters are hashed
