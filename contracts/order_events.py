@@ -50,12 +50,15 @@ class OrderEvents(pa.DataFrameModel):
     # The payload.
     order_id: Series[str] = pa.Field(alias="data.order_id", str_length={"min_value": 1})
     customer_id: Series[str] = pa.Field(alias="data.customer.id", str_matches=r"^c-[0-9]{5}$")
+    # The customer's email and address are personal: masked wherever a person reads them.
     customer_email: Series[str] = pa.Field(
-        alias="data.customer.email", str_matches=r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$"
+        alias="data.customer.email", str_matches=r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$",
+        metadata={"personal": True},
     )
     # The shipping address may be left out or null; when it is there, it is whole.
     address: Series[object] = pa.Field(
-        alias="data.customer.address", required=False, nullable=True, metadata={"object": True}
+        alias="data.customer.address", required=False, nullable=True,
+        metadata={"object": True, "personal": True},
     )
     street: Series[str] = pa.Field(alias="data.customer.address.street", str_length={"min_value": 1})
     zip: Series[str] = pa.Field(alias="data.customer.address.zip", str_matches=r"^[0-9A-Z -]{3,10}$")

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from foodtaster.contract.path import Path as ValuePath
+from foodtaster.contract.path import PathError
 from foodtaster.errors import UsageError
 
 if TYPE_CHECKING:  # the registry is read without pandera (the CLI, DAG parsing)
@@ -45,6 +47,26 @@ class RegistryError(UsageError):
 
 class SourceConfigError(RegistryError):
     """A dataset's `source` entry in pipeline.yaml is malformed."""
+
+
+class PersonalPathError(RegistryError):
+    """A path listed as personal that names no pattern: bad text, or an element by its index."""
+
+
+def personal_pattern(text: str, where: str = "personal") -> str:
+    """A personal path as its pattern's printed form; refused by name when it is not one."""
+    if not isinstance(text, str):
+        raise PersonalPathError(f"{where}: a path is a string, got {text!r}")
+    try:
+        path = ValuePath.parse(text)
+    except PathError as err:
+        raise PersonalPathError(f"{where}: {err}") from err
+    if not path:
+        raise PersonalPathError(f"{where}: the empty path is the whole message; name its fields")
+    if path.pattern != path:
+        raise PersonalPathError(f"{where}: {text!r} names one element by its index; write "
+                                f"{str(path.pattern)!r} for every element")
+    return str(path)
 
 
 @dataclass(frozen=True)
@@ -141,6 +163,9 @@ class DatasetConfig:
     # `format`s to assert (an annotation otherwise, as the spec says).
     ignore: tuple[str, ...] = ()
     assert_formats: tuple[str, ...] = ()
+    # Paths whose values no person may read, besides those the contract marks (`foodtaster.privacy`):
+    # patterns such as `data.lines[].recipient`.
+    personal: tuple[str, ...] = ()
     registry_dir: str = ""  # the registry file's folder: a relative contract file is found there
 
     @property
@@ -238,11 +263,12 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
     for required in ("contract", "expectation_suite"):
         if required not in merged:
             raise RegistryError(f"dataset {name!r}: {required!r} is required")
-    for listed in ("ignore", "assert_formats"):
+    for listed in ("ignore", "assert_formats", "personal"):
         value = merged.get(listed, ())
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise RegistryError(f"dataset {name!r}: {listed} is a list of strings, got {value!r}")
         merged[listed] = tuple(value)
+    merged["personal"] = tuple(personal_pattern(p, f"dataset {name!r}: personal") for p in merged["personal"])
     schema_only = merged.get("ignore") or merged.get("assert_formats")
     if schema_only and not str(merged.get("contract", "")).endswith(".json"):
         raise RegistryError(f"dataset {name!r}: ignore and assert_formats are a JSON Schema contract's; "

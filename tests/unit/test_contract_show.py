@@ -52,7 +52,7 @@ def test_every_slot_of_a_nested_contract_with_its_full_pattern():
     assert rows["time"].type == "timestamp" and rows["time"].checks == ()
     assert rows["data"].type == "object (implied)"
     assert rows["data.customer.address"] == ContractRow("data.customer.address", "object", False, True, (),
-                                                        False, False)
+                                                        False, True)  # personal: masked where shown
     assert rows["data.lines"].checks == ("greater_than_or_equal_to(1)", "less_than_or_equal_to(100)")
     assert rows["data.lines[].qty"].checks == ("greater_than_or_equal_to(1)", "less_than_or_equal_to(1000)")
     assert rows["data.lines[].price"].type == "decimal(10,2)"
