@@ -55,12 +55,9 @@ def sample_view(lake: Lake, config: DatasetConfig, show_raw: bool) -> SampleView
 
 def dataset_masker(lake: Lake, config: DatasetConfig) -> Callable[[bytes | str | None], str]:
     """The masked view of the dataset's messages (`foodtaster.privacy`)."""
-    return _none_shown  # until foodtaster.privacy lands: Masker.for_dataset(config, lake.root).message
+    from foodtaster.privacy import Masker
 
-
-def _none_shown(raw: bytes | str | None) -> str:
-    data = raw.encode("utf-8") if isinstance(raw, str) else raw or b""
-    return f"‹not shown: {len(data)} bytes›"
+    return Masker.for_dataset(config, lake.root).message
 
 
 def raw_text(raw: Any) -> str:

@@ -17,6 +17,7 @@ from foodtaster.state.ledger import record_batch
 REGISTRY = """datasets:
   orders:
     contract: contracts.orders:Orders
+    personal: [email]
     expectation_suite: expectations/orders.json
     alert_rate: 0.02
     hold_rate: 0.2
@@ -134,7 +135,10 @@ def test_a_viewer_gets_the_masked_view_and_an_admin_or_op_the_raw_bytes(client):
         shown[role] = page.text
     for role in ("viewer", "user"):
         assert "masked: personal values hidden; ask an admin or op for raw bytes" in shown[role]
-        assert "planted.person" not in shown[role] and "o-1" not in shown[role]
+        assert "planted.person" not in shown[role] and "example.com" not in shown[role]
+        # the masked view: what is not personal as it is, the email as its mask
+        assert ("<pre class=masked>{&quot;order_id&quot;: &quot;o-1&quot;, &quot;amount&quot;: -5, "
+                "&quot;email&quot;: &quot;‹personal: email, 26 chars, #") in shown[role]
     for role in ("op", "admin"):
         assert "raw bytes: your role may read them" in shown[role]
         assert "<pre class=raw>{&quot;order_id&quot;: &quot;o-1&quot;, &quot;amount&quot;: -5, " \

@@ -197,6 +197,17 @@ def test_the_drill_down_pages_through_each_reasons_messages_most_messages_first(
         pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="nope")
 
 
+def test_without_show_raw_the_drill_down_shows_the_masked_view_and_no_byte_of_a_line(drilled):
+    html = pages.batch_page(drilled, DATASETS, "orders", "20261106")
+    assert "<b>masked: personal values hidden; ask an admin or op for raw bytes</b>" in html
+    assert html.count("<pre class=masked>‹not shown: ") == 10 and "<pre class=raw>" not in html
+    assert "&quot;n&quot;" not in html  # lines that are no JSON object: none of their bytes
+    whole = pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="currency.isin")
+    assert "<pre class=masked>{&quot;n&quot;: 15}</pre>" in whole  # nothing of it is personal
+    raw = pages.batch_page(drilled, DATASETS, "orders", "20261106", show_raw=True)
+    assert "<b>raw bytes: your role may read them</b>" in raw and "<pre class=masked>" not in raw
+
+
 def test_the_drill_down_links_the_airflow_run_the_data_docs_and_the_alert(drilled):
     html = pages.batch_page(drilled, DATASETS, "orders", "20261106")
     assert ('<a class=run target=_top href="../../../../dags/foodtaster_orders/runs/'
