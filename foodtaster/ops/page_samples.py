@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from foodtaster.ops.shown import in_lake
+from foodtaster.privacy import Masker
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.browse import NotInLake, quarantined_rows
 from foodtaster.state.lake import Lake
@@ -55,8 +56,6 @@ def sample_view(lake: Lake, config: DatasetConfig, show_raw: bool) -> SampleView
 
 def dataset_masker(lake: Lake, config: DatasetConfig) -> Callable[[bytes | str | None], str]:
     """The masked view of the dataset's messages (`foodtaster.privacy`)."""
-    from foodtaster.privacy import Masker
-
     return Masker.for_dataset(config, lake.root).message
 
 
