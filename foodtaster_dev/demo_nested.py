@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from foodtaster.lake_paths import relative_to_lake
+from foodtaster.privacy import Masker
+from foodtaster.registry import get_dataset
 from foodtaster.sources.raw_batch import batch_id_for
 from foodtaster.state.lake import Lake, exists
 from foodtaster_dev.localenv import LocalAirflow
@@ -73,8 +75,11 @@ def nested_outcome(lake: Lake, dataset: str = DATASET, example: Any = None) -> l
     if exists(quarantine):
         found = (example or _element_example)(pq.read_table(_local(quarantine)).to_pylist())
         if found is not None:
-            lines.append("  a quarantined message, its reasons naming the failing places:")
-            lines.append("    " + found["_raw"].decode("utf-8", "replace")[:160] + " ...")
+            # as a person may read it: the values the contract marks personal masked
+            shown = Masker.for_dataset(get_dataset(dataset), lake.root).message(found["_raw"])
+            lines.append("  a quarantined message (personal values masked), its reasons naming the "
+                         "failing places:")
+            lines.append("    " + shown[:400] + " ...")
             lines += [f"    {r['column']}: {r['rule']} - {r['message']}" for r in found["reasons"]]
     valid = lake.valid(dataset, DATE, batch_id)
     if exists(valid):

@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from foodtaster.errors import Failed
+from foodtaster.privacy import Masker
 
 SAMPLE_COUNT = 5
 SAMPLE_MAX_CHARS = 500
@@ -47,17 +48,24 @@ def quarantine_counts(quarantine: DataFrame) -> tuple[int, dict[str, int]]:
     return rows, dict(sorted(counted.items(), key=lambda item: (-item[1], item[0])))
 
 
-def samples(quarantine: DataFrame) -> list[dict[str, Any]]:
-    """The first few quarantined rows in file order, with their reasons, whatever the size of
-    the quarantine."""
+def samples(quarantine: DataFrame, masker: Masker) -> list[dict[str, Any]]:
+    """The first few quarantined rows in file order, with their reasons (masked as written),
+    whatever the size of the quarantine; each message as a person may read it (`Masker.message`):
+    the summary is a report, and alerts render from it."""
     return [
         {
             "source_file": r["_source_file"], "line_number": r["_line_number"],
-            "raw": escape_sample(bytes(r["_raw"])),
+            "raw": shown_sample(bytes(r["_raw"]), masker),
             "reasons": [reason.asDict() for reason in r["reasons"]],
         }
         for r in quarantine.orderBy("_source_file", "_line_number").limit(SAMPLE_COUNT).collect()
     ]
+
+
+def shown_sample(raw: bytes, masker: Masker) -> str:
+    """A message as a person may read it, cut; as it is (escaped) when nothing is personal."""
+    text = masker.message(raw) if masker.paths else escape_sample(raw)
+    return text if len(text) <= SAMPLE_MAX_CHARS else text[:SAMPLE_MAX_CHARS] + "…"
 
 
 def escape_sample(raw: bytes) -> str:

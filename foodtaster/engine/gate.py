@@ -24,6 +24,7 @@ from typing import Any
 import fsspec
 from pyspark.sql import DataFrame
 
+from foodtaster.engine.gate_privacy import Masker, mask_results
 from foodtaster.logs import batch_logger
 
 
@@ -184,14 +185,14 @@ def import_ahead() -> threading.Thread:
 
 def run_gate(
     valid_rows: DataFrame, suite_path: str | Path, dataset: str, batch_id: str, batch_date: str,
-    data_docs_uri: str | None = None,
+    data_docs_uri: str | None = None, masker: Masker | None = None,
 ) -> dict[str, Any]:
     """Validate the valid rows against the suite; returns `passed`, `failed` and `results`.
 
     The GX run is named after the batch and its asset after the dataset, so Data Docs list
     them by the names an operator greps for. Data Docs are built in a local folder, made
     readable offline (`offline_docs`) and copied to `data_docs_uri` (any fsspec URI); the
-    returned `data_docs` is the batch's own page there.
+    returned `data_docs` is the batch's own page there; what `masker` marks personal, masked.
     """
     gx, gx_runs, gx_configs = _import_gx()
     _register_expectations()
@@ -245,6 +246,7 @@ def run_gate(
         # A dataframe asset's batch spec carries no asset name, and Data Docs read it from there
         # ("Data asset: None"); the result is stored again with it before the docs are built.
         run.meta.setdefault("batch_spec", {})["data_asset_name"] = dataset
+        mask_results(run.results, masker)
         context.validation_results_store.set(key, run)
         for result in run.results:
             config = result.expectation_config

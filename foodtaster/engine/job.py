@@ -45,10 +45,12 @@ from foodtaster.engine.judging import (
     valid_rows,
     with_outcome,
 )
+from foodtaster.engine.masking import mask_reasons
 from foodtaster.engine.spark import keep
 from foodtaster.engine.suspects import Watch, bytes_of_failed_only, cleared, suspects, with_bytes_read_again
 from foodtaster.logs import BatchLogger, batch_logger
 from foodtaster.policy import Facts, decide
+from foodtaster.privacy import Masker
 from foodtaster.registry import DatasetConfig
 from foodtaster.rule_ids import CRASH_ISOLATED, LISTED
 from foodtaster.state.lake import Lake, fault_point, new_run_id, swap_in, write_json
@@ -85,6 +87,7 @@ class _Batch:
     log: BatchLogger
     poison: DataFrame | None  # the poison list, small, so broadcast
     started: float
+    masker: Masker  # what a person may read of a quarantined row (`foodtaster.privacy`)
     timings: dict[str, float] = field(default_factory=dict)
 
     def lap(self, name: str, since: float) -> float:
@@ -119,8 +122,9 @@ def judge_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolate
     config, started = run.config, time.perf_counter()
     entries = PoisonList(run.lake, config.name).entries()
     log = batch_logger(__name__, config.name, run.batch_id)
+    contract = config.read_contract()
     batch = _Batch(
-        run=run, contract=config.read_contract(),
+        run=run, contract=contract, masker=Masker.for_dataset(config, run.lake.root, contract),
         extras=second_chances.prepare(spark, run.lake, config, log),
         manifest=inputs.read_manifest(run.input_path), log=log,
         poison=listed.poison_frame(spark, entries) if entries else None, started=started,
@@ -221,6 +225,7 @@ def _split_write_and_account(spark: SparkSession, batch: _Batch, lines: DataFram
     valid = valid_rows(numbered(cleared(kept, watches)), contract).unionByName(
         valid_rows(with_outcome(judged, VALID), contract))
     run_valid, run_quarantine = _run_paths(run)
+    quarantine = mask_reasons(quarantine, batch.masker)  # every reader of a reason reads it masked
     valid.write.mode("overwrite").parquet(run_valid)
     quarantine.write.mode("overwrite").parquet(run_quarantine)
     mark = batch.lap("write_s", mark)
@@ -237,7 +242,7 @@ def _split_write_and_account(spark: SparkSession, batch: _Batch, lines: DataFram
                                 run.batch_id)
     written = _Written(
         valid=written_valid, valid_count=valid_count, quarantined=quarantined, reasons=reason_counts,
-        samples=accounting.samples(written_quarantine),
+        samples=accounting.samples(written_quarantine, batch.masker),
         chances=extras.count(written_quarantine, run.batch_id, reason_counts),
         messages=messages, duplicates_dropped=duplicates_dropped, ingested_at=ingested_at,
     )
@@ -257,7 +262,7 @@ def _gate(batch: _Batch, valid: DataFrame) -> GateResult:
 
         report = run.lake.report(config.name, run.batch_id)
         gate = GateResult(**run_gate(valid, config.suite_path(), config.name, run.batch_id, run.batch_date,
-                                     data_docs_uri=report + "/data_docs"))
+                                     data_docs_uri=report + "/data_docs", masker=batch.masker))
     batch.lap("gate_s", mark)
     return gate
 

@@ -16,6 +16,7 @@ from typing import Any
 from foodtaster.errors import UsageError
 from foodtaster.ops.cli_contract import add_contract_commands
 from foodtaster.ops.cli_ways_out import add_way_out_commands
+from foodtaster.ops.masked import Shown
 from foodtaster.ops.terminal import (
     cut,
     dataset_and_lake,
@@ -99,7 +100,9 @@ def _add_lake_commands(commands: argparse._SubParsersAction) -> None:
     show.add_argument("--batch", required=True, help="the batch id, from `foodtaster quarantine ls`")
     show.add_argument("--rule", help="only messages with a reason of this rule (e.g. json.invalid)")
     show.add_argument("--limit", type=int, default=20, help="at most this many messages (default 20)")
-    show.add_argument("--json", action="store_true", help="JSON lines with the raw bytes in base64")
+    show.add_argument("--json", action="store_true", help="JSON lines (exact bytes in base64 where shown)")
+    show.add_argument("--raw", action="store_true",
+                      help="the exact bytes, personal values unmasked: only for those allowed to read them")
     show.set_defaults(run=quarantine_show)
 
     batches = commands.add_parser("batches", parents=[common], help="the ledger: every batch's outcome")
@@ -195,11 +198,12 @@ def quarantine_show(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     lake, dataset = dataset_and_lake(args)
     rows = quarantined_rows(lake, dataset, args.batch, args.rule, args.limit)
+    shown = Shown.of(dataset, lake.root, args.raw)
     if args.json:
         json_lines([{
             "batch_id": r["_batch_id"], "source_file": r["_source_file"], "line_number": r["_line_number"],
-            "reasons": r["reasons"], "raw": printable(r["_raw"]),
-            "raw_base64": base64.b64encode(r["_raw"]).decode("ascii"),
+            "reasons": r["reasons"], "raw": shown.text(r["_raw"]),
+            **({"raw_base64": base64.b64encode(r["_raw"]).decode("ascii")} if shown.exact else {}),
         } for r in rows])
         return 0
     if not rows:
@@ -212,7 +216,7 @@ def quarantine_show(args: argparse.Namespace) -> int:
                     printable(x["value"] or "")) for x in r["reasons"] or ()]
         for line in table_lines(("layer", "rule", "column", "message", "value"), reasons):
             print(f"    {line}")
-        print(f"    raw: {cut(printable(r['_raw']), RAW_CHARS)}\n")
+        print(f"    raw: {cut(shown.text(r['_raw']), RAW_CHARS)}\n")
     return 0
 
 

@@ -80,6 +80,8 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(demo):
     messages, valid, quarantined, dropped = map(int, m.groups())
     assert messages == 400 == valid + quarantined + dropped and quarantined > 0
     assert re.search(r"data\.lines\[\d+\]\.\w+: data\.lines\[\]\.\w+\.", nested), nested
+    # the customers' emails (`ines.91786@shop.example.de`) masked: the contract marks them personal
+    assert "‹personal: " in nested and not re.search(r"\.\d{5}@", nested)
     assert "data: struct<order_id: string" in nested and "_unknown: map<string, string" in nested
     # The JSON Schema dataset: a reason naming the keyword that failed at a nested path.
     assert "SUCCESS" in schema_part and "contracts/payment_events.schema.json" in schema_part

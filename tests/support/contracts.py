@@ -31,3 +31,24 @@ class OrdersNoWaitFixed(OrdersNoWait):
 
 class OrdersAnyCurrency(Orders):
     currency: Series[str] = pa.Field(isin=[*CURRENCIES, "usd", "XYZ"])
+
+
+class Recipient(pa.DataFrameModel):
+    """One element of `People.lines`; its `recipient` is personal by the registry's list."""
+
+    recipient: Series[str] = pa.Field(str_length={"min_value": 3, "max_value": 16})
+    qty: Series[int] = pa.Field(ge=1)
+
+
+class People(pa.DataFrameModel):
+    """A contract with personal fields (tests/integration/test_personal_masked.py): `name` and
+    `contact.email` marked in the contract, `lines[].recipient` by the registry's `personal`."""
+
+    id: Series[str] = pa.Field(str_matches=r"^p-[0-9]+$", unique=True)
+    name: Series[str] = pa.Field(str_length={"min_value": 1, "max_value": 60}, metadata={"personal": True})
+    email: Series[str] = pa.Field(alias="contact.email", str_matches=r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$",
+                                  metadata={"personal": True})
+    lines: Series[int] = pa.Field(ge=1, le=10, metadata={"items": Recipient})
+
+    class Config:
+        strict = False
