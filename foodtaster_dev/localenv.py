@@ -26,6 +26,9 @@ from foodtaster.registry import PROJECT_ROOT
 
 VENV_BIN = Path(sys.executable).parent
 ADMIN_USER = "admin"
+# The embedded default's users, one a role (name: role); each one's password is its name, the
+# admin's `LocalAirflow.password`. Raw payloads: op and admin (foodtaster_airflow.raw_payloads).
+ROLE_USERS = {ADMIN_USER: "admin", "op": "op", "viewer": "viewer"}
 LOCAL_SPARK = {"conn_type": "spark", "host": "local[2]"}
 DB_CACHE_ENV = "FOODTASTER_AIRFLOW_DB_CACHE"  # a folder for migrated SQLite DBs, one an Airflow version
 # The JIT of a local env's JVMs: a few hundred rows a batch, where C2's compiling costs more
@@ -98,7 +101,8 @@ class LocalAirflow:
         if not secret_file.exists():
             secret_file.write_text(secrets.token_hex(32))
         passwords = self.home / "passwords.json"
-        passwords.write_text(json.dumps({ADMIN_USER: self.password}) + "\n")
+        passwords.write_text(json.dumps({user: self.password if user == ADMIN_USER else user
+                                         for user in ROLE_USERS}) + "\n")
 
     @property
     def base_url(self) -> str:
@@ -115,7 +119,8 @@ class LocalAirflow:
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base_url}/execution/",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(f"{user}:{role}"
+                                                                 for user, role in ROLE_USERS.items()),
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
             "AIRFLOW__API__PORT": str(self.api_port),
             "AIRFLOW__API__HOST": "127.0.0.1",

@@ -7,14 +7,18 @@ UI's Browse menu by a React app plugin (`foodtaster_batches.js`), which frames t
 sandbox that lets a click open Airflow's own pages in the whole window; an external view's
 frame forbids that (docs/decisions/019-the-batches-page-as-a-react-app-plugin.md). The pages
 are rendered by foodtaster.ops.pages from the lake; only a logged-in Airflow user sees them
-(the same session cookie or token as the UI's own API). An error is answered as a sentence on
-a page, never as JSON, and never echoes a long value back.
+(the same session cookie or token as the UI's own API), and a quarantined message's raw bytes
+only a user the auth manager lets read `Foodtaster raw payloads` (others: the masked view;
+foodtaster_airflow.raw_payloads). An error is answered as a sentence on a page, never as JSON,
+and never echoes a long value back.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
+from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
 from airflow.api_fastapi.core_api.security import get_user
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
@@ -74,14 +78,23 @@ def batches() -> str:
     return batches_page(lake, datasets)
 
 
+def show_raw(user: Annotated[BaseUser, Depends(get_user)]) -> bool:
+    """Whether this request's user may read raw payloads, as the auth manager says."""
+    from airflow.api_fastapi.app import get_auth_manager
+
+    from foodtaster_airflow.raw_payloads import may_read_raw
+
+    return may_read_raw(get_auth_manager(), user)
+
+
 @app.get("/datasets/{dataset}/batches/{batch_id}", response_class=HTMLResponse)
-def batch(dataset: str, batch_id: str, reason: str | None = Query(None),
-          page: int = Query(1, ge=1)) -> str:
+def batch(dataset: str, batch_id: str, raw: Annotated[bool, Depends(show_raw)],
+          reason: str | None = Query(None), page: int = Query(1, ge=1)) -> str:
     from foodtaster.ops.pages import PageNotFound, batch_page
 
     lake, datasets = _context()
     try:
-        return batch_page(lake, datasets, dataset, batch_id, reason=reason, page=page)
+        return batch_page(lake, datasets, dataset, batch_id, reason=reason, page=page, show_raw=raw)
     except PageNotFound as err:
         raise HTTPException(status_code=404, detail=str(err)) from err
 

@@ -16,6 +16,15 @@ from urllib.parse import quote
 import fsspec
 
 from foodtaster.errors import NotFound
+from foodtaster.ops.page_samples import (
+    SAMPLES_PER_PAGE,
+    access_note,
+    pager,
+    sample_html,
+    sample_view,
+    samples_intro,
+    samples_of,
+)
 from foodtaster.ops.shown import in_lake, quoted, words
 from foodtaster.ops.trend import (
     UNKNOWN_PRODUCER,
@@ -26,7 +35,6 @@ from foodtaster.ops.trend import (
 )
 from foodtaster.policy import split_why
 from foodtaster.registry import DatasetConfig
-from foodtaster.state.browse import NotInLake, quarantined_rows
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json
 from foodtaster.state.ledger import LedgerEntry, batch_entries
 from foodtaster.state.refusals import Refusal, refusals
@@ -60,7 +68,8 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 .who{display:block;font-weight:400;color:#445;font-size:.8rem;max-width:24rem}
 pre{white-space:pre-wrap;word-break:break-all;background:#f5f6f8;padding:.4rem;margin:0;max-width:60rem}
 article.sample{border-top:1px solid #dde;padding:.4rem 0 .8rem;max-width:70rem}
-article.sample h3{font-size:.9rem;margin:.3rem 0}pre.raw{max-width:none;font-size:.85rem;line-height:1.35}
+article.sample h3{font-size:.9rem;margin:.3rem 0}
+article.sample pre{max-width:none;font-size:.85rem;line-height:1.35}
 .reasons{font-size:.85rem;margin-top:.3rem}tr.shown{background:#fff4d6}.links a{margin-right:.2rem}
 img{max-width:100%;border:1px solid #dde}.muted{color:#667}
 """
@@ -229,20 +238,6 @@ def _run_link(dag_id: str, run_id: str, up: str) -> str:
     return f"<a class=run target=_top href=\"{up}../{run}\">Airflow run {_e(run_id)}</a>"
 
 
-def _reason_cells(reasons: list[dict[str, Any]]) -> str:
-    return "<br>".join(
-        f"{_e(r.get('layer'))} <b>{_e(r.get('rule'))}</b>"
-        + (f" [{_e(r.get('column'))}]" if r.get("column") else "")
-        + f": {_e(r.get('message'))}"
-        + (f" <span class=muted>value {_e(r.get('value'))}</span>" if r.get("value") is not None else "")
-        for r in reasons
-    )
-
-
-SAMPLES_PER_PAGE = 10  # quarantined messages of one reason a page shows
-RAW_CHARS = 4000  # a raw message longer than this is cut, saying how much is left out
-
-
 def _batch(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str,
            batch_id: str) -> tuple[DatasetConfig, dict[str, Any] | None, dict[str, Any]]:
     """The dataset's config, the batch's ledger record (or None) and its summary (or {})."""
@@ -257,49 +252,6 @@ def _batch(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str,
     if entry is None and not exists(summary_uri):
         raise PageNotFound(f"dataset {dataset} has no batch {quoted(batch_id)} in its ledger or reports")
     return config, entry, read_json(summary_uri) if exists(summary_uri) else {}
-
-
-def _raw_text(raw: Any) -> str:
-    """A message as a person reads it: UTF-8 (any other byte as \\xNN), cut at RAW_CHARS."""
-    text = raw.decode("utf-8", errors="backslashreplace") if isinstance(raw, bytes) else str(raw or "")
-    if len(text) <= RAW_CHARS:
-        return text
-    return f"{text[:RAW_CHARS]}\n… {len(text) - RAW_CHARS} more characters (foodtaster quarantine show)"
-
-
-def _samples_of(lake: Lake, dataset: str, batch_id: str, summary: dict[str, Any],
-                rule: str) -> tuple[list[dict[str, Any]], str]:
-    """The batch's quarantined messages with a reason of `rule`, in file and line order: from
-    its quarantine partition, else (no partition: a batch of an older lake, or a test's) the
-    few samples its summary kept. And where they were read."""
-    from pyarrow import ArrowException
-
-    try:
-        rows = quarantined_rows(lake, dataset, batch_id, rule=rule)
-        return ([{"source_file": r["_source_file"], "line_number": r["_line_number"], "raw": r["_raw"],
-                  "reasons": r["reasons"] or []} for r in rows], "the quarantine partition")
-    except (NotInLake, ArrowException, KeyError):
-        kept = [s for s in summary.get("samples") or ()
-                if any(r.get("rule") == rule for r in s.get("reasons") or ())]
-        return kept, "the samples the batch summary kept (no quarantine partition to read)"
-
-
-def _sample(lake: Lake, sample: dict[str, Any], number: int) -> str:
-    raw = _raw_text(sample.get("raw"))
-    return (f"<article class=sample id=\"sample-{number}\"><h3>{number}. "
-            f"<code>{_e(in_lake(lake, sample.get('source_file')))}:{_e(sample.get('line_number'))}"
-            f"</code></h3><pre class=raw>{_e(raw)}</pre>"
-            f"<div class=reasons>{_reason_cells(sample.get('reasons') or [])}</div></article>")
-
-
-def _pager(rule: str, page: int, pages: int, first: int, last: int, total: int) -> str:
-    def link(to: int, label: str) -> str:
-        return f"<a href=\"?reason={quote(rule)}&amp;page={to}#samples\">{label}</a>"
-
-    return ("<p class=pager>"
-            + (link(page - 1, "&larr; previous") + " &middot; " if page > 1 else "")
-            + f"messages {first}&ndash;{last} of {total} &middot; page {page} of {pages}"
-            + (" &middot; " + link(page + 1, "next &rarr;") if page < pages else "") + "</p>")
 
 
 def _links(lake: Lake, config: DatasetConfig, batch_id: str, record: dict[str, Any],
@@ -321,10 +273,11 @@ def _links(lake: Lake, config: DatasetConfig, batch_id: str, record: dict[str, A
 
 
 def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, batch_id: str, *,
-               reason: str | None = None, page: int = 1) -> str:
+               reason: str | None = None, page: int = 1, show_raw: bool = False) -> str:
     """One batch: its final verdict and counts (the ledger), its reasons by count (the summary),
     the quarantined messages of one reason a page at a time (the quarantine partition, the top
-    reason first), and links to its Airflow run, Data Docs and alerts. Served at
+    reason first; their exact bytes only with `show_raw`, else masked: page_samples), and links
+    to its Airflow run, Data Docs and alerts. Served at
     `datasets/<dataset>/batches/<batch_id>?reason=<rule>&page=<n>`."""
     config, entry, summary = _batch(lake, datasets, dataset, batch_id)
     record = {**summary, **(entry or {})}  # the ledger tells the final state; the summary the detail
@@ -347,19 +300,17 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
         for rule, count in by_count)
     samples_html = "<p class=muted>No sample.</p>"
     if reason is not None:
-        samples, source = _samples_of(lake, config.name, batch_id, summary, reason)
+        samples, source = samples_of(lake, config.name, batch_id, summary, reason)
         pages = max(1, -(-len(samples) // SAMPLES_PER_PAGE))
         if not 1 <= page <= pages:
             raise PageNotFound(f"reason {reason} of batch {batch_id} has {pages} page(s), not {page}")
         first = (page - 1) * SAMPLES_PER_PAGE
         shown = samples[first:first + SAMPLES_PER_PAGE]
-        pager = _pager(reason, page, pages, first + 1, first + len(shown), len(samples))
-        samples_html = (
-            f"<p>Messages quarantined with reason <b>{_e(reason)}</b>, from {_e(source)}; a message "
-            "may have other reasons too. Each as it was landed, byte for byte (not run, not "
-            "rendered).</p>" + pager + "".join(_sample(lake, sample, first + number)
-                                               for number, sample in enumerate(shown, 1))
-            + (pager if len(shown) > 3 else "")) if shown else "<p class=muted>No sample.</p>"
+        view, bar = sample_view(lake, config, show_raw), pager(reason, page, pages, first + 1,
+                                                               first + len(shown), len(samples))
+        samples_html = (samples_intro(view, reason, source) + bar + "".join(
+            sample_html(lake, view, sample, first + number) for number, sample in enumerate(shown, 1))
+            + (bar if len(shown) > 3 else "")) if shown else "<p class=muted>No sample.</p>"
     paths = summary.get("paths") or {}
     body = (
         f"<p><a href=\"../../../\">&larr; all batches</a></p>"
@@ -378,6 +329,7 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
            f"<tbody>{reasons}</tbody></table>"
            if reasons else "<p class=muted>No reason recorded (no summary, or nothing quarantined).</p>")
         + f"<h2 id=samples>Quarantined messages{': ' + _e(reason) if reason else ''}</h2>"
+        + access_note(show_raw)
         + samples_html
         + (f"<p class=muted>quarantine partition: <code>{_e(in_lake(lake, paths['quarantine']))}</code> "
            "(in the lake)</p>" if paths.get("quarantine") else "")

@@ -11,6 +11,7 @@ is red in the DAG list, the runs list and the grid (docs/decisions/017).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from urllib.parse import quote
 
@@ -48,11 +49,26 @@ datasets:
     expectation_suite: {PROJECT_ROOT / "expectations/orders.json"}
     alert_rate: 0.02
     hold_rate: 0.20
+  order_events:
+    description: Order events with personal values (the masked view)
+    schedule: null
+    start_date: "2026-11-01"
+    contract: contracts.order_events:OrderEvents
+    expectation_suite: {PROJECT_ROOT / "expectations/order_events.json"}
+    personal: [data.customer.name, "data.lines[].phone"]
 """
 HOSTILE_RAW = '{"note": "<script>window.pwned=1</script>", "amount": -5 & 1}'
 SCREENSHOTS = PROJECT_ROOT / "data" / "screenshots"  # kept after the run, for a person
 HELD, HELD_DAG = "orders_held", "foodtaster_orders_held"  # the one real run: a batch over hold_rate
 HELD_DATE, HELD_ID = "2026-11-13", "20261113"
+# Personal values planted in a batch's quarantined messages: the contract's email, the registry's
+# name and a phone inside an array element; one line no JSON object, its email unmarked
+PII, PII_DATE, PII_ID = "order_events", "2026-11-14", "20261114"
+PLANTED = ("ada.planted@example.com", "Ada Plantedname", "+44 20 7946 0991", "bob.loose@example.org")
+PII_RAWS = [json.dumps({"id": f"e-{n}", "data": {"order_id": f"o-{n}", "customer": {
+    "id": "c-00001", "name": PLANTED[1], "email": PLANTED[0]}, "lines": [
+    {"sku": "SKU-00001", "qty": -n, "phone": PLANTED[2]}]}}) for n in (1, 2)]
+PII_RAWS.append(f"not json, mail {PLANTED[3]} at once")
 
 
 def _entry(day: str, messages: int, quarantined: int, verdict: str, top: list) -> dict:
@@ -94,6 +110,27 @@ def fill_lake(root: str) -> None:
         "_line_number": pa.array(range(1, 117), pa.int64()),
         "_ingested_at": ["2026-11-12T01:00:00+00:00"] * 116,
         "producer": ["checkout-svc"] * 90 + ["fulfilment-svc"] * 26,
+    }), folder / "part-00000.parquet")
+    fill_personal(lake)
+
+
+def fill_personal(lake: Lake) -> None:
+    """A batch of `order_events` whose three quarantined messages hold the PLANTED values, its
+    reasons as the job writes them (on no personal value)."""
+    qty = "data.lines[].qty.greater_than_or_equal_to(1)"
+    record_batch(lake, PII, _entry(PII_DATE, 10, 3, "held", [[qty, 2], ["json.invalid", 1]]))
+    write_json(lake.summary(PII, PII_ID), {"batch_id": PII_ID, "batch_date": PII_DATE, "messages": 10,
+                                           "quarantined": 3, "reasons": {qty: 2, "json.invalid": 1}})
+    folder = Path(lake.quarantine(PII, PII_DATE, PII_ID))
+    folder.mkdir(parents=True)
+    reasons = [[{"layer": "contract", "rule": qty, "column": "data.lines[0].qty",
+                 "message": "must be >= 1", "value": f"-{n}"}] for n in (1, 2)]
+    reasons.append([{"layer": "parse", "rule": "json.invalid", "column": None, "message": "not strict JSON",
+                     "value": None}])
+    pq.write_table(pa.table({
+        "_raw": pa.array([raw.encode() for raw in PII_RAWS], pa.binary()), "reasons": reasons,
+        "_batch_id": [PII_ID] * 3, "_source_file": [f"{lake.raw(PII, PII_DATE, PII_ID)}/part-1.jsonl"] * 3,
+        "_line_number": pa.array([2, 5, 9], pa.int64()), "_ingested_at": ["2026-11-14T01:00:00+00:00"] * 3,
     }), folder / "part-00000.parquet")
 
 
@@ -155,8 +192,8 @@ def _parsed(api: AirflowApi, dag_id: str) -> bool:
         return False
 
 
-def _token(af: LocalAirflow) -> str:
-    answer = requests.post(f"{af.base_url}/auth/token", json={"username": "admin", "password": PASSWORD},
+def _token(af: LocalAirflow, user: str = "admin", password: str = PASSWORD) -> str:
+    answer = requests.post(f"{af.base_url}/auth/token", json={"username": user, "password": password},
                            timeout=30)
     answer.raise_for_status()
     return answer.json()["access_token"]
@@ -422,10 +459,48 @@ def test_a_held_run_is_red_in_the_dag_list_the_runs_list_and_the_grid(standalone
         browser.screenshot(SCREENSHOTS / "held_run_runs_list_and_grid.png")
 
 
+def test_a_viewer_reads_masked_messages_and_an_admin_the_raw_bytes(standalone, browser_tools, tmp_path):
+    """The batch page of planted personal values, logged in through the UI's form as a viewer
+    (the embedded default's role that may not read raw payloads), then as an admin: the page's
+    source, and the HTTP answer itself, hold none of the planted values for the viewer."""
+    af, log = standalone
+    page = f"{af.base_url}/foodtaster/datasets/{PII}/batches/{PII_ID}"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for user, password in (("viewer", "viewer"), ("admin", PASSWORD)):
+        token = _token(af, user, password)
+        with Browser(*browser_tools, tmp_path / f"chromedriver-{user}.log") as browser:
+            browser.go(f"{af.base_url}/plugin/foodtaster")
+            _log_in(browser, log, password, user=user)
+            seen = {}
+            for reason in ("", "?reason=json.invalid"):
+                browser.go(page + reason)
+                _wait(lambda: browser.find_all("article.sample"), f"{user}'s samples", log, browser=browser)
+                source = browser.script("return document.documentElement.outerHTML")
+                answer = requests.get(page + reason, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+                seen[reason] = ([browser.text(pre) for pre in browser.find_all("article.sample pre")],
+                                browser.text(browser.find("p.access")), source + answer.text)
+                browser.screenshot(SCREENSHOTS / f"raw_payloads_{user}{reason and '_json_invalid'}.png")
+        shown = [text for texts, _, _ in seen.values() for text in texts]
+        notes = {note for _, note, _ in seen.values()}
+        sources = "".join(source for _, _, source in seen.values())
+        if user == "viewer":
+            assert notes == {"masked: personal values hidden; ask an admin or op for raw bytes"}
+            assert not any(value in sources for value in PLANTED), [v for v in PLANTED if v in sources]
+            assert not any(raw in sources for raw in PII_RAWS)
+            assert 'class="raw"' not in sources and "class=raw" not in sources
+            assert shown[0].startswith('{"id": "e-1", "data": {"order_id": "o-1", "customer": {"id": '
+                                       '"c-00001", "name": "‹personal: text, 15 chars, #'), shown[0]
+            assert '"phone": "‹personal: phone, 16 chars, #' in shown[0]
+            assert shown[2].startswith("‹not shown: 44 bytes, not JSON, #"), shown[2]
+        else:
+            assert notes == {"raw bytes: your role may read them"}
+            assert shown == PII_RAWS  # the exact bytes, as text
+
+
 WAY_BACK_S = 30.0  # from the login form's submit to the page asked for
 
 
-def _log_in(browser: Browser, log: Path, password: str = PASSWORD) -> None:
+def _log_in(browser: Browser, log: Path, password: str = PASSWORD, user: str = "admin") -> None:
     """Sign in through the UI's own login form, then expect the page asked for.
 
     The form is drawn by React, and keys typed before it is ready are lost (one CI run on a
@@ -435,7 +510,7 @@ def _log_in(browser: Browser, log: Path, password: str = PASSWORD) -> None:
     for attempt in (1, 2):
         _wait(lambda: "/auth/login" in browser.current_url
               and browser.find_all("input[type=password]"), "the login form", log, browser=browser)
-        fields = {browser.find("input:not([type=password])"): "admin",
+        fields = {browser.find("input:not([type=password])"): user,
                   browser.find("input[type=password]"): password}
         for field, text in fields.items():
             browser.clear(field)

@@ -1,6 +1,7 @@
 """The batches plugin's FastAPI app with Airflow's real app objects: routes, status codes
-and content types, the user dependency answered as a logged-in user (the browser test on
-`airflow standalone` checks the login itself)."""
+and content types, the user dependency answered as a logged-in user of the embedded default's
+auth manager, an admin unless a test logs in another (the browser test on `airflow standalone`
+checks the login itself)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from foodtaster.state.ledger import record_batch
 REGISTRY = """datasets:
   orders:
     contract: contracts.orders:Orders
+    personal: [email]
     expectation_suite: expectations/orders.json
     alert_rate: 0.02
     hold_rate: 0.2
@@ -30,8 +32,13 @@ def _plugin():
     return module
 
 
+PLANTED = '{"order_id": "o-1", "amount": -5, "email": "planted.person@example.com"}'
+
+
 @pytest.fixture
 def client(tmp_path, monkeypatch):
+    from airflow.api_fastapi.app import create_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
     from airflow.api_fastapi.core_api.security import get_user
 
     registry = tmp_path / "pipeline.yaml"
@@ -42,11 +49,15 @@ def client(tmp_path, monkeypatch):
         "quarantined": 3, "duplicates_dropped": 0, "quarantine_rate": 0.3, "verdict": "held",
         "severity": "critical", "why": "rate", "timings": None, "top_reasons": [["json.invalid", 3]],
     })
-    write_json(lake.summary("orders", "20261105"), {"reasons": {"json.invalid": 3}, "samples": []})
+    write_json(lake.summary("orders", "20261105"), {"reasons": {"json.invalid": 3}, "samples": [
+        {"source_file": "part-1.jsonl", "line_number": 2, "raw": PLANTED,
+         "reasons": [{"layer": "parse", "rule": "json.invalid", "message": "not JSON"}]}]})
     monkeypatch.setenv("FOODTASTER_REGISTRY", str(registry))
     monkeypatch.setenv("FOODTASTER_LAKE", lake.root)
     plugin = _plugin()
-    plugin.app.dependency_overrides[get_user] = lambda: "admin"
+    create_auth_manager()  # the configured one, as the api-server makes it: the embedded default
+    plugin.logged_in = SimpleAuthManagerUser(username="admin", role="admin")
+    plugin.app.dependency_overrides[get_user] = lambda: plugin.logged_in
     return TestClient(plugin.app), plugin
 
 
@@ -110,3 +121,25 @@ def test_the_lake_pages_are_served_sandboxed(client, tmp_path):
     assert alert.status_code == 200 and alert.text == "<p>alert</p>"
     assert "sandbox" in alert.headers["content-security-policy"]
     assert http.get("/datasets/orders/alerts/20261105-batch.json").status_code == 404
+
+
+def test_a_viewer_gets_the_masked_view_and_an_admin_or_op_the_raw_bytes(client):
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    http, plugin = client
+    shown = {}
+    for role in ("viewer", "user", "op", "admin"):
+        plugin.logged_in = SimpleAuthManagerUser(username=role, role=role)
+        page = http.get("/datasets/orders/batches/20261105")
+        assert page.status_code == 200
+        shown[role] = page.text
+    for role in ("viewer", "user"):
+        assert "masked: personal values hidden; ask an admin or op for raw bytes" in shown[role]
+        assert "planted.person" not in shown[role] and "example.com" not in shown[role]
+        # the masked view: what is not personal as it is, the email as its mask
+        assert ("<pre class=masked>{&quot;order_id&quot;: &quot;o-1&quot;, &quot;amount&quot;: -5, "
+                "&quot;email&quot;: &quot;‹personal: email, 26 chars, #") in shown[role]
+    for role in ("op", "admin"):
+        assert "raw bytes: your role may read them" in shown[role]
+        assert "<pre class=raw>{&quot;order_id&quot;: &quot;o-1&quot;, &quot;amount&quot;: -5, " \
+               "&quot;email&quot;: &quot;planted.person@example.com&quot;}</pre>" in shown[role]

@@ -54,7 +54,7 @@ def test_the_trend_on_the_page_covers_the_batches_shown(lake):
 
 
 def test_the_drill_down_shows_the_final_verdict_reasons_and_escaped_samples(lake):
-    html = pages.batch_page(lake, DATASETS, "orders", "20261102")
+    html = pages.batch_page(lake, DATASETS, "orders", "20261102", show_raw=True)
     assert 'class="verdict held">held<' in html and "<b>30.00%</b>" in html
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; \\xc3(" in html
     assert "<script>" not in html and "<img src=x>" not in html
@@ -176,7 +176,7 @@ def drilled(lake) -> Lake:
 
 
 def test_the_drill_down_pages_through_each_reasons_messages_most_messages_first(drilled):
-    html = pages.batch_page(drilled, DATASETS, "orders", "20261106")
+    html = pages.batch_page(drilled, DATASETS, "orders", "20261106", show_raw=True)
     assert html.index(">json.invalid</a>") < html.index(">currency.isin</a>")  # 15 before 9
     assert '<tr class="reason shown"><td class=n>15</td>' in html  # the top reason's messages shown
     assert "messages 1&ndash;10 of 15 &middot; page 1 of 2" in html
@@ -184,16 +184,28 @@ def test_the_drill_down_pages_through_each_reasons_messages_most_messages_first(
     assert html.count("<article class=sample") == 10
     assert "raw/orders/batch_date=2026-11-06/batch_id=20261106/part-0.jsonl:1</code>" in html
     assert '<pre class=raw>{&quot;n&quot;: 1</pre>' in html
-    second = pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="json.invalid", page=2)
+    second = pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="json.invalid", page=2,
+                              show_raw=True)
     assert "messages 11&ndash;15 of 15 &middot; page 2 of 2" in second and "next &rarr;" not in second
     assert '<pre class=raw>{&quot;n&quot;: 14, &quot;c&quot;: &quot;\\xff&quot;</pre>' in second  # not UTF-8
-    other = pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="currency.isin")
+    other = pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="currency.isin", show_raw=True)
     assert other.count("<article class=sample") == 9 and "page 1 of 1" in other
     assert "… 1031 more characters" in other  # a long message is cut, saying by how much
     with pytest.raises(pages.PageNotFound, match="has 2 page"):
         pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="json.invalid", page=3)
     with pytest.raises(pages.PageNotFound, match='no quarantined message with reason "nope"'):
         pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="nope")
+
+
+def test_without_show_raw_the_drill_down_shows_the_masked_view_and_no_byte_of_a_line(drilled):
+    html = pages.batch_page(drilled, DATASETS, "orders", "20261106")
+    assert "<b>masked: personal values hidden; ask an admin or op for raw bytes</b>" in html
+    assert html.count("<pre class=masked>‹not shown: ") == 10 and "<pre class=raw>" not in html
+    assert "&quot;n&quot;" not in html  # lines that are no JSON object: none of their bytes
+    whole = pages.batch_page(drilled, DATASETS, "orders", "20261106", reason="currency.isin")
+    assert "<pre class=masked>{&quot;n&quot;: 15}</pre>" in whole  # nothing of it is personal
+    raw = pages.batch_page(drilled, DATASETS, "orders", "20261106", show_raw=True)
+    assert "<b>raw bytes: your role may read them</b>" in raw and "<pre class=masked>" not in raw
 
 
 def test_the_drill_down_links_the_airflow_run_the_data_docs_and_the_alert(drilled):
