@@ -130,10 +130,7 @@ def report(batch: BatchDrift, earlier: Iterable[BatchDrift], window: int) -> Dri
     batch itself and later ones are left out, so a rerun reports what the first run did)."""
     before = sorted((b for b in earlier if b.order < batch.order and b.batch_id != batch.batch_id),
                     key=lambda b: b.order)
-    first: dict[tuple[str, str], str] = {}
-    for past in before:
-        for path in past.paths:
-            first.setdefault((path.pattern, path.producer), past.batch_id)
+    first = first_seen(before)
     paths = tuple(sorted((
         SeenPath(pattern=p.pattern, producer=p.producer, messages=p.messages,
                  share=round(p.messages / batch.messages, 6) if batch.messages else 0.0,
@@ -143,6 +140,15 @@ def report(batch: BatchDrift, earlier: Iterable[BatchDrift], window: int) -> Dri
         for p in batch.paths), key=lambda p: (-p.messages, p.pattern, p.producer)))
     return DriftReport(batch_id=batch.batch_id, messages=batch.messages, paths=paths,
                        stopped=stopped(batch, before[-window:] if window else []), window=window)
+
+
+def first_seen(ordered: Iterable[BatchDrift]) -> dict[tuple[str, str], str]:
+    """(pattern, producer) -> the first of the `ordered` batches that carried it."""
+    first: dict[tuple[str, str], str] = {}
+    for past in ordered:
+        for path in past.paths:
+            first.setdefault((path.pattern, path.producer), past.batch_id)
+    return first
 
 
 def stopped(batch: BatchDrift, previous: Sequence[BatchDrift]) -> tuple[str, ...]:
@@ -183,10 +189,7 @@ def over_range(batches: Sequence[BatchDrift], since: str | None = None) -> tuple
     """Every unknown path of the batches from `since` (a date, inclusive; None: all), and the
     range's messages. `first_seen` looks at every batch, before `since` too."""
     ordered = sorted(batches, key=lambda b: b.order)
-    first: dict[tuple[str, str], str] = {}
-    for past in ordered:
-        for path in past.paths:
-            first.setdefault((path.pattern, path.producer), past.batch_id)
+    first = first_seen(ordered)
     shown = [b for b in ordered if since is None or b.batch_date >= since]
     messages = sum(b.messages for b in shown)
     counts: dict[tuple[str, str], int] = {}
