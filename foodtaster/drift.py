@@ -173,6 +173,17 @@ def page_why(path: SeenPath, page_share: float) -> str:
             f">= drift_page_share {page_share:.2%}")
 
 
+def new_per_batch(batches: Iterable[BatchDrift]) -> list[tuple[str, int]]:
+    """(batch id, unknown paths first seen in it) for every batch, in data order: drift's trend."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for batch in sorted(batches, key=lambda b: b.order):
+        new = {(p.pattern, p.producer) for p in batch.paths} - seen
+        seen |= new
+        out.append((batch.batch_id, len(new)))
+    return out
+
+
 @dataclass(frozen=True)
 class RangeRow:
     """An unknown path over a range of batches (the CLI's table)."""

@@ -13,7 +13,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from foodtaster.drift import BatchDrift, DriftReport, SeenPath, over_range
+from foodtaster.drift import DriftReport, SeenPath, new_per_batch, over_range
 from foodtaster.ops.alert_render import Block, Items, Table
 from foodtaster.state.lake import Lake
 
@@ -92,17 +92,6 @@ def dataset_section(lake: Lake, dataset: str, since: str | None) -> str:
             + _table(("field", "producer", "messages", "share", "first seen", "last seen"), shown))
 
 
-def new_per_batch(batches: Sequence[BatchDrift]) -> list[tuple[str, int]]:
-    """(batch id, unknown paths first seen in it) for every batch, in data order: the trend of drift."""
-    seen: set[tuple[str, str]] = set()
-    out = []
-    for batch in sorted(batches, key=lambda b: b.order):
-        new = {(p.pattern, p.producer) for p in batch.paths} - seen
-        seen |= new
-        out.append((batch.batch_id, len(new)))
-    return out
-
-
 # ---- the CLI ----------------------------------------------------------------------------------
 
 
@@ -143,5 +132,6 @@ def run_drift(args: argparse.Namespace) -> int:
         print(f"Stopped coming in batch {latest.batch_id} (optional fields in each of the "
               f"{latest.window} batches before, in none of its messages): "
               + (", ".join(printable(f) for f in latest.stopped) or "none"))
-        print("New fields per batch: " + ", ".join(f"{b} {n}" for b, n in new_per_batch(shown)))
+        news = dict(new_per_batch(batches))  # new against every batch before, `since` or not
+        print("New fields per batch: " + ", ".join(f"{b.batch_id} {news[b.batch_id]}" for b in shown))
     return 0

@@ -59,6 +59,7 @@ class Trend:
     recent_rate: float | None  # quarantined / messages over those batches; None without any
     rising: bool
     producers: tuple[tuple[str, int], ...]  # quarantined messages by producer, most first
+    new_fields: tuple[tuple[str, int], ...] = ()  # (batch id, unknown paths first seen in it), each batch
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +68,7 @@ class Trend:
                         for b in self.batches],
             "last": self.last, "recent_rate": self.recent_rate, "rising": self.rising,
             "producers": [list(p) for p in self.producers],
+            "new_fields": [list(n) for n in self.new_fields],
         }
 
 
@@ -134,7 +136,17 @@ def dataset_trend(lake: Lake, config: DatasetConfig, *, since: str | None = None
         producers=producers_ranked(lake, config.name,
                                    [(b.batch_date, b.batch_id) for b in batches if b.quarantined],
                                    config.producer),
+        new_fields=_new_fields(lake, config.name, batches),
     )
+
+
+def _new_fields(lake: Lake, dataset: str, batches: Sequence[BatchRate]) -> tuple[tuple[str, int], ...]:
+    """Each batch's unknown paths first seen in it (`foodtaster.drift`); 0 where none is recorded."""
+    from foodtaster.drift import new_per_batch
+    from foodtaster.state.drift import DriftLog
+
+    new = dict(new_per_batch(DriftLog(lake, dataset).batches()))
+    return tuple((b.batch_id, new.get(b.batch_id, 0)) for b in batches)
 
 
 def producers_ranked(lake: Lake, dataset: str, batches: Iterable[tuple[str, str]],

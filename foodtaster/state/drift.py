@@ -12,6 +12,7 @@ from foodtaster.state.events import EventLog
 from foodtaster.state.lake import Lake
 
 KIND = "drift"
+COMPACT_AFTER = 100  # events after the latest snapshot before a writer takes a new one (one a batch)
 
 
 @dataclass(frozen=True)
@@ -24,8 +25,12 @@ class DriftLog:
         return EventLog(self.lake, KIND, self.dataset)
 
     def record(self, batch: BatchDrift) -> str:
-        """Append the batch's drift; returns the event's name."""
-        return self.log.append(batch.to_json())
+        """Append the batch's drift, and take a snapshot when `COMPACT_AFTER` events came after
+        the latest; returns the event's name."""
+        name = self.log.append(batch.to_json())
+        if self.log.fold(drift.fold, drift.initial).unsnapshotted >= COMPACT_AFTER:
+            self.compact()
+        return name
 
     def batches(self) -> list[BatchDrift]:
         """Every batch recorded, its latest run's counts, in data order."""

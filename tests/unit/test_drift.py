@@ -40,6 +40,18 @@ def test_a_rerun_replaces_its_batch_whatever_the_order(tmp_path):
     assert log.compact() is not None and log.batches() == batches
 
 
+def test_the_log_takes_a_snapshot_as_it_grows(tmp_path, monkeypatch):
+    from foodtaster.state import drift as drift_log
+
+    monkeypatch.setattr(drift_log, "COMPACT_AFTER", 3)
+    log = DriftLog(Lake(str(tmp_path)), "order_events")
+    for day in range(1, 5):
+        log.record(_batch(f"b{day}", f"2026-11-0{day}"))
+    folded = log.log.fold(drift.fold, drift.initial)
+    assert folded.snapshot is not None and folded.unsnapshotted == 1
+    assert [b.batch_id for b in log.batches()] == ["b1", "b2", "b3", "b4"]
+
+
 def test_a_new_path_is_new_in_its_first_batch_only():
     b1, b2, b3 = _batch("b1", "2026-11-20"), _batch("b2", "2026-11-21", 12), _batch("b3", "2026-11-22", 7)
     first = drift.report(b2, [b1, b2, b3], window=3)  # later batches and itself are left out
@@ -106,3 +118,15 @@ def test_the_registry_names_each_dataset_s_producer():
     assert get_dataset("order_events").producer == "source"
     orders = get_dataset("orders")
     assert orders.producer == "producer" and orders.drift_window == 3 and orders.drift_page_share is None
+
+
+def test_the_trend_counts_the_new_fields_of_each_batch(tmp_path):
+    from foodtaster.ops.trend import BatchRate, _new_fields
+
+    lake = Lake(str(tmp_path))
+    log = DriftLog(lake, "order_events")
+    for batch in (_batch("b1", "2026-11-20"), _batch("b2", "2026-11-21", 12), _batch("b3", "2026-11-22", 9)):
+        log.record(batch)
+    rates = [BatchRate(b, d, "published", 100, 0, 0.0, ()) for b, d in
+             (("b2", "2026-11-21"), ("b3", "2026-11-22"), ("b4", "2026-11-23"))]
+    assert _new_fields(lake, "order_events", rates) == (("b2", 1), ("b3", 0), ("b4", 0))
