@@ -7,6 +7,11 @@ medians. Each step ends in a cheap action (a count, an aggregate collected) unle
 
     .venv/bin/python bench/bench_parts.py                      # 2,000,000 messages, 3 rounds
     .venv/bin/python bench/bench_parts.py --messages 200000 --repeat 2
+    .venv/bin/python bench/bench_parts.py --drift-jobs          # + the job with and without drift
+
+Drift (docs/decisions/022-drift-recorded-from-every-batch.md) is timed as its own steps: the pass
+kept with the drift columns against the pass kept without, and the drift aggregate on the kept
+pass; `--drift-jobs` adds the whole job (`run_batch`, no gate) with drift recorded and without.
 
 Read it as a ladder: a design that judges every message and keeps its batch-wide verdicts
 (duplicates, conversation holds, line numbers) pays at least the pass, the batch's counts and one
@@ -30,13 +35,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_validate import build_spark, generate, load, run_floor  # noqa: E402
 
 
-def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Callable[[], object]]:
+def steps(spark, input_path: str, out: Path, held: ExitStack,
+          drift_jobs: bool = False) -> dict[str, Callable[[], object]]:
     """The steps, by name, in the order they are run in each round; what is kept for them is freed
     when `held` closes."""
     from pyspark.sql import functions as F
 
     from foodtaster.contract.path import Path as FieldPath
-    from foodtaster.engine import batch_counts, group_hold, ingest, layers, rules
+    from foodtaster.engine import batch_counts, drift, group_hold, ingest, layers, rules
     from foodtaster.engine.duplicates import key_hash
     from foodtaster.engine.judging import flag_lines, valid_rows
     from foodtaster.engine.spark import keep
@@ -50,10 +56,13 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
     def lines():
         return ingest.read_lines(spark, input_path)
 
-    def flagged():
-        return flag_lines(lines(), contract, config.max_message_bytes)
+    spec = drift.drift_spec(contract, config.producer_path)
+
+    def flagged(with_drift: bool = False):
+        return flag_lines(lines(), contract, config.max_message_bytes, drift=spec if with_drift else None)
 
     kept = keep(bytes_of_failed_only(flagged()), held)
+    kept_drift = keep(bytes_of_failed_only(flagged(with_drift=True)), held)
     tasks = batch_counts.partitions(kept.count())
 
     def counted(rows) -> int:  # the batch's counts, as many tasks as the job gives them
@@ -81,9 +90,18 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
                            F.current_timestamp().alias("_ingested_at"))
         valid_rows(rows, contract).write.mode("overwrite").parquet(str(out / name))
 
-    def kept_again() -> None:
+    def kept_again(with_drift: bool = False) -> None:
         with ExitStack() as freed:
-            keep(bytes_of_failed_only(flagged()), freed)
+            keep(bytes_of_failed_only(flagged(with_drift)), freed)
+
+    def job(recorded: bool) -> None:  # the whole job, no gate; its own lake each time
+        from foodtaster.engine.job import BatchRun
+        from foodtaster.engine.run import run_batch
+        from foodtaster.state.lake import Lake
+
+        lake = Lake(str(out / ("job-drift" if recorded else "job-no-drift") / str(time.monotonic_ns())))
+        run_batch(spark, BatchRun(config, input_path, lake, "bench", "2026-11-20", publish=False,
+                                  gate=False, drift=recorded))
 
     def parsed():
         return layers.parse(lines(), rules.parser_input(contract, config.max_message_bytes))
@@ -102,7 +120,10 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
         "kept: valid written, no joins": lambda: write_valid("bare", cleared=False, numbered=False),
         "kept: valid written, suspects and line numbers joined": lambda: write_valid(
             "joined", cleared=True, numbered=True),
-    }
+        "the pass kept, drift columns too": lambda: kept_again(with_drift=True),
+        "kept: drift counted (one aggregate)": lambda: drift.counted(kept_drift, spec),
+    } | ({"job, no gate, drift recorded": lambda: job(True),
+          "job, no gate, no drift": lambda: job(False)} if drift_jobs else {})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--driver-memory", default="6g")
     parser.add_argument("--workdir", help="keep the input here (reused when the parameters match)")
+    parser.add_argument("--drift-jobs", action="store_true",
+                        help="also time the whole job (no gate) with drift recorded and without")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(args.workdir or scratch)
@@ -121,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.messages:,} messages, {info['bytes'] / 2**20:,.0f} MiB; load {load()}", flush=True)
         spark = build_spark(args.master, args.driver_memory)
         held = ExitStack()
-        runs = steps(spark, str(input_path), work / "out", held)
+        runs = steps(spark, str(input_path), work / "out", held, args.drift_jobs)
         for step in runs.values():  # warm-up: first-run costs are not billed to a round
             step()
         seconds: dict[str, list[float]] = {name: [] for name in runs}

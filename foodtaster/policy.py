@@ -43,6 +43,9 @@ class Facts:
     gate_passed: bool = True
     gate_failed: tuple[str, ...] = ()  # the failed expectations
     accounted: int | None = None  # valid + quarantined + duplicates dropped, when known
+    # Each new unknown path at or above the dataset's drift_page_share, said for a person
+    # (`foodtaster.drift.page_why`): the alert runs whatever the rate
+    drift_pages: tuple[str, ...] = ()
 
     @classmethod
     def of_summary(cls, summary: Mapping[str, Any]) -> Facts:
@@ -72,7 +75,8 @@ def split_why(why: list[str]) -> tuple[list[str], list[str]]:
 
 def decide(facts: Facts, config: DatasetConfig) -> Verdict:
     """Hold at or above hold_rate, on a failed batch gate, or when the counts do not add up;
-    alert at or above alert_rate.
+    alert at or above alert_rate, or when a new unknown path crossed drift_page_share (a
+    warning: drift alone never holds a batch).
 
     The thresholds apply to the rate of NEW poison among the quarantined messages: not
     counted are those already listed, those retrying and those held for their group. A batch
@@ -84,6 +88,15 @@ def decide(facts: Facts, config: DatasetConfig) -> Verdict:
         return Verdict(publish=False, alert=True, severity=CRITICAL, why=(
             f"counts do not add up: {facts.messages} messages, {facts.accounted} valid + "
             "quarantined + dropped",))
+    verdict = _decide_counts(facts, config)
+    if not facts.drift_pages:
+        return verdict
+    severity = WARNING if verdict.severity == OK else verdict.severity
+    return Verdict(publish=verdict.publish, alert=True, severity=severity,
+                   why=(*verdict.why, *facts.drift_pages))
+
+
+def _decide_counts(facts: Facts, config: DatasetConfig) -> Verdict:
     if facts.messages == 0:
         return Verdict(publish=False, alert=False, severity=OK, why=("empty batch",))
     listed, waiting = facts.listed, facts.retrying + facts.held_for_group

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the registry is read without pandera (the CLI, DAG parsing)
     from pandera.pandas import DataFrameModel
 
     from foodtaster.contract.model import Contract
+    from foodtaster.contract.path import Path as ContractPath
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONTRACT_FILE_MODULE = "foodtaster_contract_file"  # the module name of a contract given by its file
@@ -166,7 +167,19 @@ class DatasetConfig:
     # Paths whose values no person may read, besides those the contract marks (`foodtaster.privacy`):
     # patterns such as `data.lines[].recipient`.
     personal: tuple[str, ...] = ()
+    # Drift (foodtaster.drift): the producer's path in a message (a `Path`, e.g. `source` for a
+    # CloudEvents envelope), the share of messages at which a NEW unknown path pages, and how many
+    # batches before a batch an optional field must have come in to be reported as stopped.
+    producer: str = "producer"
+    drift_page_share: float | None = None
+    drift_window: int = 3
     registry_dir: str = ""  # the registry file's folder: a relative contract file is found there
+
+    @property
+    def producer_path(self) -> ContractPath:
+        from foodtaster.contract.path import Path as ContractPath
+
+        return ContractPath.parse(self.producer)
 
     @property
     def conversation(self) -> Conversation | None:
@@ -297,7 +310,28 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
     if isinstance(memory, bool) or not isinstance(memory, int) or memory < 64:
         raise RegistryError(f"dataset {name!r}: python_check_memory_mb must be an integer >= 64, "
                             f"got {memory!r}")
+    _check_drift(config)
     return config
+
+
+def _check_drift(config: DatasetConfig) -> None:
+    """The drift keys, refused by name when wrong."""
+    from foodtaster.contract.path import Path as ContractPath
+    from foodtaster.contract.path import PathError
+
+    name, share, window = config.name, config.drift_page_share, config.drift_window
+    try:
+        producer = ContractPath.parse(config.producer) if isinstance(config.producer, str) else None
+    except PathError as err:
+        raise RegistryError(f"dataset {name!r}: producer {config.producer!r} is no path: {err}") from err
+    if not producer or not all(isinstance(step, str) for step in producer.steps):
+        raise RegistryError(f"dataset {name!r}: producer must be a path through objects (e.g. `source`, "
+                            f"`meta.service`), got {config.producer!r}")
+    if share is not None and (isinstance(share, bool) or not isinstance(share, int | float)
+                              or not 0 < share <= 1):
+        raise RegistryError(f"dataset {name!r}: drift_page_share must be a share in (0, 1], got {share!r}")
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise RegistryError(f"dataset {name!r}: drift_window must be an integer >= 1, got {window!r}")
 
 
 def load_registry(path: str | Path | None = None) -> dict[str, DatasetConfig]:

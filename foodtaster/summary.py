@@ -71,6 +71,9 @@ class BatchSummary:
     timings: dict[str, float] = field(default_factory=dict)
     # A JSON Schema contract's keywords the dataset asked not to judge (`ignore`, JSON pointers)
     not_judged: list[str] | None = None
+    # The batch's drift against the batches before it (`foodtaster.drift.DriftReport.to_json`):
+    # unknown paths with counts, shares, producers and the batch first seen; fields stopped coming
+    drift: dict[str, Any] | None = None
 
     @property
     def accounted(self) -> int:

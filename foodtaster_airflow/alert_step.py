@@ -38,7 +38,8 @@ def alert(dataset: str, handed: dict[str, Any]) -> dict[str, Any]:
     message = alerts.build_batch_alert(
         summary, verdict, config, {},
         trend=trend, chart_png=chart, run_url=channels.run_url(dag_id, run_id) if run_id else None,
-        producers=producers_ranked(lake, dataset, [(decision.batch_date, decision.batch_id)]),
+        producers=producers_ranked(lake, dataset, [(decision.batch_date, decision.batch_id)],
+                                   config.producer),
         lake=lake,
     )
     return channels.deliver(message, config, lake).as_dict()

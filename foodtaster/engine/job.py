@@ -15,7 +15,10 @@ One batch, in order (`judge_batch`):
 7. gate      the Great Expectations suite on the written valid rows (`gate`)
 8. decide    the verdict, once (`policy.decide`), into the summary (`foodtaster.summary`)
 9. swap in   quarantine and staged valid (the publish task, or a hand run, publishes them)
-10. record   the batch's state events after its data (conversations, retries), then the summary
+10. record   the batch's state events after its data (conversations, retries, drift), then the summary
+
+Drift (`foodtaster.engine.drift`) rides step 2: the pass keeps each message's unknown paths,
+producer and optional fields' presence, counted in one aggregate over the kept pass.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
+from foodtaster import drift
 from foodtaster.contract.model import Contract
 from foodtaster.engine import accounting, batch_counts, crash, ingest, inputs, listed, second_chances
+from foodtaster.engine.drift import DriftSpec, batch_drift, counted, drift_spec
 from foodtaster.engine.duplicates import key_hash
 from foodtaster.engine.guard import Budget
 from foodtaster.engine.judging import (
@@ -53,6 +58,7 @@ from foodtaster.policy import Facts, decide
 from foodtaster.privacy import Masker
 from foodtaster.registry import DatasetConfig
 from foodtaster.rule_ids import CRASH_ISOLATED, LISTED
+from foodtaster.state.drift import DriftLog
 from foodtaster.state.lake import Lake, fault_point, new_run_id, swap_in, write_json
 from foodtaster.state.poison import PoisonList
 from foodtaster.summary import BatchSummary, GateResult
@@ -74,6 +80,7 @@ class BatchRun:
     publish: bool = True
     gate: bool = True
     run_id: str = field(default_factory=new_run_id)
+    drift: bool = True  # count and record the batch's drift (off: the bench's baseline)
 
 
 @dataclass
@@ -88,6 +95,7 @@ class _Batch:
     poison: DataFrame | None  # the poison list, small, so broadcast
     started: float
     masker: Masker  # what a person may read of a quarantined row (`foodtaster.privacy`)
+    drift: DriftSpec | None = None  # what the pass reads for drift; None: drift not recorded
     timings: dict[str, float] = field(default_factory=dict)
 
     def lap(self, name: str, since: float) -> float:
@@ -129,15 +137,31 @@ def judge_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolate
         manifest=inputs.read_manifest(run.input_path), log=log,
         poison=listed.poison_frame(spark, entries) if entries else None, started=started,
     )
+    if run.drift:
+        batch.drift = drift_spec(batch.contract, config.producer_path)
     log.event("started", input=run.input_path, contract=config.contract, run_id=run.run_id)
     # What is kept in Spark's memory for this batch is freed on the way out, even when a step fails.
     with ExitStack() as held:
         lines = inputs.read_batch(spark, run.input_path, batch.manifest, config)
         kept, messages_kept = _judge_every_message(batch, lines, held)
+        found = _count_drift(batch, kept)
         written = _split_write_and_account(spark, batch, lines, kept, messages_kept, held)
     gate = _gate(batch, written.valid)
-    summary = _summarize(batch, written, gate, isolated)
-    return _swap_in_and_record(batch, summary)
+    report = None if found is None else drift.report(
+        found, DriftLog(run.lake, config.name).batches(), config.drift_window)
+    summary = _summarize(batch, written, gate, isolated, report)
+    return _swap_in_and_record(batch, summary, found)
+
+
+def _count_drift(batch: _Batch, kept: DataFrame) -> drift.BatchDrift | None:
+    """The batch's drift, from the kept pass: one small aggregate, no message read again."""
+    if batch.drift is None:
+        return None
+    mark = time.perf_counter()
+    run = batch.run
+    found = batch_drift(counted(kept, batch.drift), batch.drift, run.batch_id, run.batch_date)
+    batch.lap("drift_s", mark)
+    return found
 
 
 def _judge_every_message(batch: _Batch, lines: DataFrame, held: ExitStack) -> tuple[DataFrame, int]:
@@ -146,7 +170,7 @@ def _judge_every_message(batch: _Batch, lines: DataFrame, held: ExitStack) -> tu
     Returns it and how many messages it holds."""
     config = batch.run.config
     the_pass = batch.extras.mark(flag_lines(lines, batch.contract, config.max_message_bytes, batch.poison,
-                                            Budget.of(config)))
+                                            Budget.of(config), batch.drift))
     if batch.run.gate:
         # Great Expectations is imported while Spark runs the pass, after its plan is built:
         # started with the batch, the import's Python held the GIL against the Py4J calls
@@ -268,8 +292,9 @@ def _gate(batch: _Batch, valid: DataFrame) -> GateResult:
 
 
 def _summarize(batch: _Batch, written: _Written, gate: GateResult,
-               isolated: list[crash.Isolated]) -> BatchSummary:
-    """Step 8: the summary, with the verdict decided once from its counts and its gate."""
+               isolated: list[crash.Isolated], report: drift.DriftReport | None) -> BatchSummary:
+    """Step 8: the summary, with the verdict decided once from its counts, its gate and the new
+    unknown paths that crossed the dataset's `drift_page_share`."""
     run, config, lake = batch.run, batch.run.config, batch.run.lake
     messages, quarantined = written.messages, written.quarantined
     # Known before this run: listed by anyone, or isolated by an earlier run's crash.
@@ -281,6 +306,9 @@ def _summarize(batch: _Batch, written: _Written, gate: GateResult,
         retrying=int(chances.get("retrying") or 0), held_for_group=int(chances.get("held_for_group") or 0),
         gate_passed=gate.passed, gate_failed=tuple(gate.failed_expectations),
         accounted=written.valid_count + quarantined + written.duplicates_dropped,
+        drift_pages=tuple(drift.page_why(p, config.drift_page_share)
+                          for p in drift.crossing(report, config.drift_page_share))
+        if report is not None and config.drift_page_share is not None else (),
     )
     return BatchSummary(
         dataset=config.name, batch_id=run.batch_id, batch_date=run.batch_date, run_id=run.run_id,
@@ -298,11 +326,11 @@ def _summarize(batch: _Batch, written: _Written, gate: GateResult,
         },
         ingested_at=written.ingested_at.isoformat(),
         finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        verdict=decide(facts, config),
+        verdict=decide(facts, config), drift=None if report is None else report.to_json(),
     )
 
 
-def _swap_in_and_record(batch: _Batch, summary: BatchSummary) -> BatchSummary:
+def _swap_in_and_record(batch: _Batch, summary: BatchSummary, found: drift.BatchDrift | None) -> BatchSummary:
     """Steps 9 and 10: swap the partitions in whole (a reader sees this run's or the one
     before, never neither), valid rows staged; record the state events, write the summary.
     A held batch leaves an earlier publication of it in place: holding never deletes data."""
@@ -312,6 +340,8 @@ def _swap_in_and_record(batch: _Batch, summary: BatchSummary) -> BatchSummary:
     fault_point("quarantine_swapped")
     swap_in(run_valid, lake.staged_valid(config.name, run.batch_date, run.batch_id))
     groups_open = batch.extras.record(lake, run.batch_id)  # after the data, as all state
+    if found is not None:  # one event a run; the fold keeps the batch's latest (reruns count once)
+        DriftLog(lake, config.name).record(found)
     batch.timings["total_s"] = time.perf_counter() - batch.started
     summary = summary.with_changes(
         groups_open=groups_open, timings={k: round(v, 3) for k, v in batch.timings.items()},

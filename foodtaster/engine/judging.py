@@ -20,6 +20,8 @@ from pyspark.sql.types import LongType, TimestampType
 from foodtaster.contract.model import Contract, ContractError
 from foodtaster.contract.path import Path
 from foodtaster.engine import layers, listed, python_checks, row_checks, rules, schema_judge
+from foodtaster.engine.drift import DriftSpec
+from foodtaster.engine.drift import columns as drift_columns
 from foodtaster.engine.duplicates import mark_duplicates
 from foodtaster.engine.guard import DEFAULT_BUDGET, Budget
 from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
@@ -36,11 +38,12 @@ VERDICT = "_verdict"
 
 def flag_lines(
     lines: DataFrame, contract: Contract, max_message_bytes: int, poison: DataFrame | None = None,
-    budget: Budget = DEFAULT_BUDGET,
+    budget: Budget = DEFAULT_BUDGET, drift: DriftSpec | None = None,
 ) -> DataFrame:
     """Lines -> one row a message: its lineage, `_raw`, typed fields, `_failed`, and, on a row
     that failed, what the strict parser said (`VERDICT`: `_line_reasons`, each field's status
-    and offending text) for `explain`.
+    and offending text) for `explain`. With a `drift` spec, the message's drift columns too
+    (`foodtaster.engine.drift`), from the same parse.
 
     The pass over every message: the JVM parser types each field, each rule is one boolean,
     and no reason is built here; `explain` says why, later, for the few rows that failed.
@@ -57,8 +60,9 @@ def flag_lines(
     keep = [c for c in lines.columns if c != layers.TEXT]
     verdict = F.when(failed, F.struct(*_verdict_columns(contract))).alias(VERDICT)
     unknown = [layers.UNKNOWN] if contract.keeps_unknown else []
+    drifted = [] if drift is None else drift_columns(drift)
     return checked.select(*keep, *row_checks.message_columns(contract), *unknown, verdict, *marks,
-                          failed.alias("_failed"))
+                          *drifted, failed.alias("_failed"))
 
 
 def parse_marking_listed(

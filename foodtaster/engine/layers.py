@@ -32,6 +32,9 @@ UDF_CLASS = "foodtaster.jvm.StrictLineUdf"
 # (docs/decisions/001-strict-parser-in-the-jvm.md).
 ISO_TIMESTAMP_CLASS = "foodtaster.jvm.IsoTimestamp"
 ISO_TIMESTAMP_FUNCTION = "foodtaster_iso_timestamp_micros"
+# A printed path's pattern (`jvm/src/foodtaster/jvm/PathPattern.java`): drift counts kept unknown keys by it.
+PATH_PATTERN_CLASS = "foodtaster.jvm.PathPattern"
+PATH_PATTERN_FUNCTION = "foodtaster_path_pattern"
 
 
 class FieldStatus(IntEnum):
@@ -99,12 +102,13 @@ class ParserInput:
 
 
 def _register(spark: SparkSession, returns: StructType) -> str:
-    """Register the parser in this session, once a result shape, and `iso_timestamp`'s function;
-    returns the parser's name."""
+    """Register the parser in this session, once a result shape, and `iso_timestamp`'s and the
+    path pattern's functions; returns the parser's name."""
     digest = hashlib.sha1(returns.json().encode()).hexdigest()[:12]
     name = f"foodtaster_strict_line_{digest}"
     _register_java(spark, name, UDF_CLASS, returns)
     _register_java(spark, ISO_TIMESTAMP_FUNCTION, ISO_TIMESTAMP_CLASS, LongType())
+    _register_java(spark, PATH_PATTERN_FUNCTION, PATH_PATTERN_CLASS, StringType())
     return name
 
 

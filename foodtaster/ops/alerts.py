@@ -38,6 +38,7 @@ from foodtaster.ops.alert_render import (
     render_text,
     slack_escape,
 )
+from foodtaster.ops.drift import alert_blocks
 from foodtaster.ops.shown import in_lake
 from foodtaster.ops.trend import producer_label, write_png
 from foodtaster.policy import Verdict
@@ -109,13 +110,12 @@ def build_batch_alert(
 ) -> Alert:
     """The alert for one batch from its summary.json and verdict.
 
-    `paths` adds to (and overrides) the summary's own `paths`, for locations
-    only the caller knows (e.g. where the valid rows were published). `trend`
-    (the dataset's recent batches, this one included) adds the recent rate and its
-    direction; `chart_png` (trend.render_trend) goes inline in the email; `run_url`
-    links the run in the Airflow UI; `producers` counts this batch's quarantined
-    messages by producer (`trend.producers_ranked` over this batch alone), most first.
-    `lake` shows the batch's paths and its samples' files relative to it.
+    `paths` adds to (and overrides) the summary's own `paths`, for locations only the caller knows
+    (e.g. where the valid rows were published). `trend` (the dataset's recent batches, this one
+    included) adds the recent rate and its direction; `chart_png` (trend.render_trend) goes inline
+    in the email; `run_url` links the run in the Airflow UI; `producers` counts this batch's
+    quarantined messages by producer (`trend.producers_ranked` over this batch alone), most first.
+    `lake` shows its paths and samples' files relative to it; drift: `ops.drift.alert_blocks`.
     """
     dataset, batch_id = summary["dataset"], summary["batch_id"]
     rate = float(summary["quarantine_rate"])
@@ -145,7 +145,7 @@ def build_batch_alert(
             ("Batch gate", "passed" if gate.get("passed", True) else "FAILED"),
             ("Verdict", f"{status} (severity {verdict.severity})"),
         )),
-        Items("Why", verdict.why or ("no threshold crossed",)),
+        Items("Why", verdict.why or ("no threshold crossed",)), *alert_blocks(summary),
     ]
     if run_url:
         blocks.insert(1, Link("Airflow run", f"{dataset} run in the Airflow UI", run_url))

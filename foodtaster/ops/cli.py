@@ -16,6 +16,7 @@ from typing import Any
 from foodtaster.errors import UsageError
 from foodtaster.ops.cli_contract import add_contract_commands
 from foodtaster.ops.cli_ways_out import add_way_out_commands
+from foodtaster.ops.drift import add_drift_command
 from foodtaster.ops.masked import Shown
 from foodtaster.ops.terminal import (
     cut,
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     trend.add_arguments(commands.add_parser("trend", help="the quarantine rate of every batch, as a chart"))
     add_way_out_commands(commands)
     add_contract_commands(commands)
+    add_drift_command(commands)
 
     args = parser.parse_args(argv)
     from foodtaster.errors import Busy, FoodtasterError

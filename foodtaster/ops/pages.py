@@ -16,6 +16,7 @@ from urllib.parse import quote
 import fsspec
 
 from foodtaster.errors import NotFound
+from foodtaster.ops import drift as drift_view
 from foodtaster.ops.page_samples import (
     SAMPLES_PER_PAGE,
     access_note,
@@ -39,8 +40,7 @@ from foodtaster.state.lake import Lake, check_batch_id, exists, read_json
 from foodtaster.state.ledger import LedgerEntry, batch_entries
 from foodtaster.state.refusals import Refusal, refusals
 
-__all__ = ["PageNotFound", "alert_kinds", "batch_page", "batches_page", "error_page", "in_lake",
-           "trend_png"]
+__all__ = ["PageNotFound", "alert_kinds", "batch_page", "batches_page", "error_page", "in_lake", "trend_png"]
 
 RECENT_BATCHES = 30
 
@@ -207,7 +207,7 @@ def batches_page(lake: Lake, datasets: dict[str, DatasetConfig], *, limit: int =
             + _refusals_table(name, refusals(lake, name)[::-1][:limit])
             + (f"<img alt=\"quarantine rate of {_e(name)}\" "
                f"src=\"datasets/{quote(name)}/trend.png?since={quote(str(since))}\">" if entries else "")
-            + table + "</section>"
+            + table + drift_view.dataset_section(lake, name, since) + "</section>"
         )
     return _document("Foodtaster batches", "<h1>Foodtaster: recent batches</h1>" + "".join(sections))
 
@@ -323,7 +323,7 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
         + _links(lake, config, batch_id, record, summary)
         + "".join(f"<p>Not judged, as the dataset asks (ignore): <code>{_e(p)}</code></p>"
                   for p in summary.get("not_judged") or ())
-        + f"<table>{counts}</table>"
+        + f"<table>{counts}</table>" + drift_view.batch_section(summary)
         + "<h2>Reasons, most messages first</h2>"
         + (f"<table><thead><tr><th>messages</th><th>rule (its messages below)</th></tr></thead>"
            f"<tbody>{reasons}</tbody></table>"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import fsspec
 
+from foodtaster.drift import UNKNOWN_PRODUCER
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake, check_date
 from foodtaster.state.ledger import LedgerEntry, batch_entries
@@ -27,10 +28,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 LAST_BATCHES = 5
-UNKNOWN_PRODUCER = "(unknown)"  # the producer field was absent, null or could not be parsed
 UNKNOWN_PRODUCER_MEANS = ("(unknown): messages whose producer could not be read: not JSON, not "
                           "an object, or without a producer field")
-PRODUCER_COLUMN = "producer"
+PRODUCER_COLUMN = "producer"  # the registry's default `producer` path
 
 
 def producer_label(name: str) -> str:
@@ -59,6 +59,7 @@ class Trend:
     recent_rate: float | None  # quarantined / messages over those batches; None without any
     rising: bool
     producers: tuple[tuple[str, int], ...]  # quarantined messages by producer, most first
+    new_fields: tuple[tuple[str, int], ...] = ()  # (batch id, unknown paths first seen in it), each batch
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +68,7 @@ class Trend:
                         for b in self.batches],
             "last": self.last, "recent_rate": self.recent_rate, "rising": self.rising,
             "producers": [list(p) for p in self.producers],
+            "new_fields": [list(n) for n in self.new_fields],
         }
 
 
@@ -132,17 +134,32 @@ def dataset_trend(lake: Lake, config: DatasetConfig, *, since: str | None = None
         recent_rate=round(sum(b.quarantined for b in recent) / messages, 6) if messages else None,
         rising=is_rising([b.quarantine_rate for b in recent]),
         producers=producers_ranked(lake, config.name,
-                                   [(b.batch_date, b.batch_id) for b in batches if b.quarantined]),
+                                   [(b.batch_date, b.batch_id) for b in batches if b.quarantined],
+                                   config.producer),
+        new_fields=_new_fields(lake, config.name, batches),
     )
 
 
-def producers_ranked(lake: Lake, dataset: str,
-                     batches: Iterable[tuple[str, str]]) -> tuple[tuple[str, int], ...]:
+def _new_fields(lake: Lake, dataset: str, batches: Sequence[BatchRate]) -> tuple[tuple[str, int], ...]:
+    """Each batch's unknown paths first seen in it (`foodtaster.drift`); 0 where none is recorded."""
+    from foodtaster.drift import new_per_batch
+    from foodtaster.state.drift import DriftLog
+
+    new = dict(new_per_batch(DriftLog(lake, dataset).batches()))
+    return tuple((b.batch_id, new.get(b.batch_id, 0)) for b in batches)
+
+
+def producers_ranked(lake: Lake, dataset: str, batches: Iterable[tuple[str, str]],
+                     producer: str = PRODUCER_COLUMN) -> tuple[tuple[str, int], ...]:
     """Quarantined messages by producer over `batches` ((batch date, batch id) each), most
     first (ties by name); empty when the dataset's quarantine has no producer column (its
-    contract has none)."""
+    contract has none). `producer`: the registry's path of it (`source`, `meta.service`)."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
+
+    from foodtaster.contract.path import Path
+
+    first, *inner = Path.parse(producer).keys
 
     counts: dict[str, int] = {}
     for batch_date, batch_id in batches:
@@ -150,9 +167,14 @@ def producers_ranked(lake: Lake, dataset: str,
         if not fs.exists(path):
             continue  # recorded, but its quarantine is gone (recalled or cleaned): nothing to count
         parts = ds.dataset(path, filesystem=fs, format="parquet", exclude_invalid_files=True)
-        if PRODUCER_COLUMN not in parts.schema.names:
+        if first not in parts.schema.names:
             continue
-        column = parts.to_table(columns=[PRODUCER_COLUMN]).column(PRODUCER_COLUMN)
+        column = parts.to_table(columns=[first]).column(first)
+        try:
+            for key in inner:  # a nested producer: a field of the written struct
+                column = pc.struct_field(column, key)
+        except (KeyError, ValueError, TypeError, NotImplementedError):
+            continue  # written without it: no producer to count
         for row in pc.value_counts(column).to_pylist():
             name = row["values"] if row["values"] not in (None, "") else UNKNOWN_PRODUCER
             counts[name] = counts.get(name, 0) + row["counts"]

@@ -68,6 +68,25 @@ def test_valid_rows_are_typed_by_the_schema_and_keep_what_it_does_not_name(taste
     assert all(r["data"]["object"]["amount"] > 0 for r in tasted["valid"])
 
 
+def test_drift_counts_every_key_the_schema_does_not_name_by_its_pattern(tasted):
+    """The JSON Schema front-end records drift from the same parse: the keys valid/ keeps in
+    `_unknown` and the properties `additionalProperties: false` quarantined, each by its pattern;
+    the schema has no `producer` property, so the producer is unknown."""
+    from foodtaster.contract.path import Path as FieldPath
+
+    drift = tasted["summary"]["drift"]
+    counted = {p["pattern"]: p["messages"] for p in drift["paths"]}
+    assert {p["producer"] for p in drift["paths"]} <= {"(unknown)"}
+    kept = [{str(FieldPath.parse(k).pattern) for k in row["_unknown"] or {}} for row in tasted["valid"]]
+    closed = [{str(FieldPath.parse(r["column"]).pattern) for r in row["reasons"]
+               if r["rule"].endswith("additionalProperties")} for row in tasted["quarantine"]]
+    found = set().union(*kept, *closed)
+    assert found and found <= set(counted)
+    for pattern in found:  # at least the messages written with it (a held one is counted too)
+        assert counted[pattern] >= sum(pattern in keys for keys in kept + closed)
+    assert drift["messages"] == tasted["summary"]["messages"]
+
+
 def test_the_summary_says_the_gate_and_counts_the_reasons_by_keyword_and_path(tasted):
     summary = tasted["summary"]
     assert summary["gate"]["suite"] and not summary["gate"].get("skipped")
