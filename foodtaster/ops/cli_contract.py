@@ -95,23 +95,28 @@ def contract_check(args: argparse.Namespace) -> int:
 
     from foodtaster.engine.ingest import read_lines
     from foodtaster.engine.judging import validate_lines
+    from foodtaster.engine.masking import mask_reasons
     from foodtaster.engine.spark import build_session
+    from foodtaster.privacy import Masker
 
     spark = build_session("foodtaster-contract-check")
     try:
         lines = read_lines(spark, str(file.resolve())).orderBy("_split_start", "_row_id").limit(args.limit)
         judged = validate_lines(lines, contract, config.max_message_bytes)
-        rows = judged.select(F.col("_raw"), F.col("_reasons")).collect()
+        # a person reads these reasons: their personal values masked as the job writes them
+        masked = mask_reasons(judged.select(F.col("_reasons").alias("reasons")),
+                              Masker.for_dataset(config, contract=contract))
+        rows = masked.collect()
     finally:
         spark.stop()
     failed = 0
     for number, row in enumerate(rows, start=1):
-        if not row["_reasons"]:
+        if not row["reasons"]:
             print(f"line {number}: ok")
             continue
         failed += 1
-        print(f"line {number}: {len(row['_reasons'])} reason(s)")
-        for reason in row["_reasons"]:
+        print(f"line {number}: {len(row['reasons'])} reason(s)")
+        for reason in row["reasons"]:
             print(f"  {printable(reason.rule)}  at {printable(reason.column or '(the line)')}: "
                   f"{printable(reason.message)}")
     print(f"{len(rows)} judged, {len(rows) - failed} ok, {failed} with reasons ({config.name}, "

@@ -12,6 +12,8 @@ import io
 import json
 import logging
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -138,7 +140,8 @@ def tasted(spark, tmp_path_factory):
                 os.environ[key] = value
     quarantine = spark.read.parquet(lake.quarantine(DATASET, DAY, BATCH))
     return {
-        "lake": lake, "summary": summary, "delivery": delivery, "cli": cli_out, "logs": "\n".join(kept.lines),
+        "lake": lake, "registry": root / "pipeline.yaml", "inbox": inbox / "people.jsonl",
+        "summary": summary, "delivery": delivery, "cli": cli_out, "logs": "\n".join(kept.lines),
         "email": [m.as_string() + "".join(p.get_content() for p in m.walk()
                                           if p.get_content_maintype() == "text") for m in smtp.messages],
         "slack": [body.decode("utf-8") for _, _, body in slack.requests],
@@ -212,6 +215,20 @@ def test_quarantine_show_masks_and_only_raw_shows_the_bytes(tasted):
     _never_shown(lines, "quarantine show --json")
     assert "raw_base64" not in lines
     assert NAME in tasted["cli"]["raw"]  # the exact bytes, for one allowed to read them
+
+
+def test_contract_check_masks_the_reasons_it_prints(tasted):
+    """`foodtaster contract check` prints the reasons of a file's lines: masked as the job's."""
+    tests = str(Path(__file__).parents[1])  # support.contracts: the test registry's contract
+    env = {**os.environ, "FOODTASTER_REGISTRY": str(tasted["registry"]),
+           "FOODTASTER_LAKE": tasted["lake"].root,
+           "PYTHONPATH": os.pathsep.join(filter(None, (tests, os.environ.get("PYTHONPATH"))))}
+    env.pop(KEY_ENV, None)
+    command = [sys.executable, "-m", "foodtaster", "contract", "check", DATASET, str(tasted["inbox"])]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert f"{len(LINES)} judged, 3 ok" in done.stdout and "‹personal: " in done.stdout
+    _never_shown(done.stdout, "contract check")
 
 
 def test_the_logs_show_no_personal_value(tasted):
