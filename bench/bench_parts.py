@@ -36,7 +36,7 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
     from pyspark.sql import functions as F
 
     from foodtaster.contract.path import Path as FieldPath
-    from foodtaster.engine import batch_counts, group_hold, ingest, layers, rules
+    from foodtaster.engine import batch_counts, group_hold, ingest, layers, parser_spec
     from foodtaster.engine.duplicates import key_hash
     from foodtaster.engine.judging import flag_lines, valid_rows
     from foodtaster.engine.spark import keep
@@ -86,7 +86,7 @@ def steps(spark, input_path: str, out: Path, held: ExitStack) -> dict[str, Calla
             keep(bytes_of_failed_only(flagged()), freed)
 
     def parsed():
-        return layers.parse(lines(), rules.parser_input(contract, config.max_message_bytes))
+        return layers.parse(lines(), parser_spec.parser_input(contract, config.max_message_bytes))
 
     created_at = layers.value_column(FieldPath.of("created_at"))
     return {

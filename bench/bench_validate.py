@@ -271,13 +271,13 @@ def run_bound(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
 
 def run_parse(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     """The strict line parser alone: each line's reasons and each field's value and status, written."""
-    from foodtaster.engine import ingest, layers, rules
+    from foodtaster.engine import ingest, layers, parser_spec
     from foodtaster.registry import get_dataset
 
     config = get_dataset("orders")
     contract = config.read_contract()
     parsed = layers.parse(ingest.read_lines(spark, input_path),
-                          rules.parser_input(contract, config.max_message_bytes))
+                          parser_spec.parser_input(contract, config.max_message_bytes))
     parsed.drop("_raw").write.mode("overwrite").parquet(str(out))
     return {}
 
