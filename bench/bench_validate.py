@@ -323,7 +323,7 @@ def run_keyed(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     from foodtaster.engine.judging import unique_key
 
     contract, flagged = checked_lines(spark, input_path)
-    key = unique_key(contract)
+    key = str(unique_key(contract))  # a Path: Spark takes its name
     fields = [field.name for field in contract.fields]
     rows = flagged.select(*fields, "_source_file", "_row_id", "_failed",
                           F.when(F.col("_failed"), F.col("_raw")).alias("_raw"),
