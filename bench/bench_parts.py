@@ -42,7 +42,7 @@ def steps(spark, input_path: str, out: Path, held: ExitStack,
     from pyspark.sql import functions as F
 
     from foodtaster.contract.path import Path as FieldPath
-    from foodtaster.engine import batch_counts, drift, group_hold, ingest, layers, rules
+    from foodtaster.engine import batch_counts, drift, group_hold, ingest, layers, parser_spec
     from foodtaster.engine.duplicates import key_hash
     from foodtaster.engine.judging import flag_lines, valid_rows
     from foodtaster.engine.spark import keep
@@ -104,7 +104,7 @@ def steps(spark, input_path: str, out: Path, held: ExitStack,
                                   gate=False, drift=recorded))
 
     def parsed():
-        return layers.parse(lines(), rules.parser_input(contract, config.max_message_bytes))
+        return layers.parse(lines(), parser_spec.parser_input(contract, config.max_message_bytes))
 
     created_at = layers.value_column(FieldPath.of("created_at"))
     return {

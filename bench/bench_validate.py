@@ -271,13 +271,13 @@ def run_bound(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
 
 def run_parse(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     """The strict line parser alone: each line's reasons and each field's value and status, written."""
-    from foodtaster.engine import ingest, layers, rules
+    from foodtaster.engine import ingest, layers, parser_spec
     from foodtaster.registry import get_dataset
 
     config = get_dataset("orders")
     contract = config.read_contract()
     parsed = layers.parse(ingest.read_lines(spark, input_path),
-                          rules.parser_input(contract, config.max_message_bytes))
+                          parser_spec.parser_input(contract, config.max_message_bytes))
     parsed.drop("_raw").write.mode("overwrite").parquet(str(out))
     return {}
 
@@ -323,7 +323,7 @@ def run_keyed(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     from foodtaster.engine.judging import unique_key
 
     contract, flagged = checked_lines(spark, input_path)
-    key = unique_key(contract)
+    key = str(unique_key(contract))  # a Path: Spark takes its name
     fields = [field.name for field in contract.fields]
     rows = flagged.select(*fields, "_source_file", "_row_id", "_failed",
                           F.when(F.col("_failed"), F.col("_raw")).alias("_raw"),

@@ -19,7 +19,7 @@ from pyspark.sql.types import LongType, TimestampType
 
 from foodtaster.contract.model import Contract, ContractError
 from foodtaster.contract.path import Path
-from foodtaster.engine import layers, listed, python_checks, row_checks, rules, schema_judge
+from foodtaster.engine import layers, listed, parser_spec, python_checks, row_checks, schema_judge
 from foodtaster.engine.drift import DriftSpec
 from foodtaster.engine.drift import columns as drift_columns
 from foodtaster.engine.duplicates import mark_duplicates
@@ -71,7 +71,7 @@ def parse_marking_listed(
     """`layers.parse`, and with the poison list each row's entry (`listed.mark_listed`, by its
     bytes or its typed unique key); returns the rows and the column true on a listed row, or
     None without a list."""
-    parsed = layers.parse(lines, rules.parser_input(contract, max_message_bytes))
+    parsed = layers.parse(lines, parser_spec.parser_input(contract, max_message_bytes))
     if contract.judged_by_schema:
         parsed = schema_judge.with_schema_reasons(parsed, contract)
     if poison is None:
@@ -103,6 +103,8 @@ def explain(rows: DataFrame, contract: Contract, max_message_bytes: int) -> Data
     with: the bytes layer's reasons were given by then."""
     typed = [layers.written_column(f.path).alias(layers.value_column(f.path)) for f in contract.fields
              if not f.is_object and not row_checks.carried_value(f)]
+    typed += [layers.written_column(path).alias(layers.written_elements_column(path))
+              for path in sorted(parser_spec.judged_arrays(contract), key=str)]
     carried = [F.col(VERDICT).getField(name).alias(name) for name in _verdict_columns(contract)]
     reasons = (
         F.when(F.col(VERDICT).isNull(), F.array().cast(REASONS))  # passed the pass: no field reasons

@@ -75,6 +75,16 @@ def value_column(field: Path) -> str:
     return f"_t{field.column}"
 
 
+def passed_column(field: Path) -> str:
+    """A judged array's verdict from the parser: every element passes (`parser_spec`)."""
+    return f"_k{field.column}"
+
+
+def written_elements_column(field: Path) -> str:
+    """A judged array's elements as written to valid/, from the parser (`parser_spec`)."""
+    return f"_w{field.column}"
+
+
 def named(name: str) -> Column:
     """A column by its exact name, a dot in it not read as a struct field (a top-level key
     `app.name` of a message is a column of that name)."""
@@ -93,12 +103,14 @@ def written_column(path: Path) -> Column:
 
 @dataclass(frozen=True)
 class ParserInput:
-    """What the parser is given for one contract (`rules.parser_input`): its spec (JSON), the
-    struct it returns, and the message's slots, by path, in the struct's order."""
+    """What the parser is given for one contract (`parser_spec.parser_input`): its spec (JSON),
+    the struct it returns, the message's slots, by path, in the struct's order, and the arrays
+    whose elements it judges."""
 
     spec: str
     returns: StructType
     slots: tuple[Path, ...]
+    judged: tuple[Path, ...] = ()
 
 
 def _register(spark: SparkSession, returns: StructType) -> str:
@@ -147,7 +159,8 @@ def _not_on_classpath(java_class: str) -> RuntimeError:
 def parse(lines: DataFrame, parser: ParserInput) -> DataFrame:
     """Lines (with `_raw`, their bytes) -> the same rows with `_line_reasons`, `_unexpected`,
     `_unknown` and, a slot, its value `_t<c>`, status `_s<c>` and offending JSON text
-    `_x<c>` (`<c>` the slot's `Path.column`); `_text` is dropped.
+    `_x<c>` (`<c>` the slot's `Path.column`), a judged array its verdict `_k<c>` and written
+    elements `_w<c>`; `_text` is dropped.
 
     The parser runs once a row: its result is one projection that the slot columns read
     (Spark does not copy a UDF into every reader).
@@ -165,6 +178,9 @@ def parse(lines: DataFrame, parser: ParserInput) -> DataFrame:
             result.getField(f"{slot.column}__status").alias(status_column(slot)),
             result.getField(f"{slot.column}__text").alias(text_column(slot)),
         ]
+    for slot in parser.judged:
+        outputs += [result.getField(f"{slot.column}__passed").alias(passed_column(slot)),
+                    result.getField(f"{slot.column}__written").alias(written_elements_column(slot))]
     return parsed.select(*keep, *outputs)
 
 

@@ -31,7 +31,7 @@ from foodtaster.contract.model import (
     rule_id,
 )
 from foodtaster.contract.path import Path
-from foodtaster.engine import layers, schema_judge
+from foodtaster.engine import layers, parser_spec, schema_judge
 from foodtaster.engine.layers import FieldStatus
 from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
 from foodtaster.engine.rules import COLUMN_CHECKS, output_type, parsed_type
@@ -62,6 +62,8 @@ class Slots:
     pattern: Path = Path()  # the element's path pattern, at an element
     # Only what valid/ cannot hold (`out_of_range`): a JSON Schema contract's schema judges the rest.
     representation_only: bool = False
+    # The message's arrays whose elements the parser judged (`parser_spec.judged_arrays`).
+    judged: frozenset[Path] = frozenset()
 
     def rule(self, name: Path) -> str:
         return str(self.pattern / name)
@@ -82,9 +84,11 @@ def _tail(path: Path) -> str:
     return str(Path.of("_") / path)[1:]
 
 
-def message_slots(representation_only: bool = False) -> Slots:
-    parts = {"value": layers.value_column, "status": layers.status_column, "text": layers.text_column}
-    return Slots(lambda name, part: F.col(parts[part](name)), representation_only=representation_only)
+def message_slots(representation_only: bool = False, judged: frozenset[Path] = frozenset()) -> Slots:
+    parts = {"value": layers.value_column, "status": layers.status_column, "text": layers.text_column,
+             "passed": layers.passed_column, "written": layers.written_elements_column}
+    return Slots(lambda name, part: F.col(parts[part](name)), representation_only=representation_only,
+                 judged=judged)
 
 
 def _element_slots(element: Column, scope: Scope, path: Column | None, pattern: Path,
@@ -120,7 +124,7 @@ def field_checks(contract: Contract) -> list[Check]:
             ]
             return _BUILT_CHECKS[key]
         _BUILT_CHECKS[key] = [
-            *scope_checks(contract.scope, message_slots()),
+            *scope_checks(contract.scope, message_slots(judged=parser_spec.judged_arrays(contract))),
             *_unexpected_checks(),
             *_python_field_checks(contract),
             *_frame_checks(contract),
@@ -177,8 +181,10 @@ def _slot_checks(rule: FieldRule, slots: Slots) -> list[Check]:
         return checks
     value = slots.read(name, "value")
     what, measured = (name, value)
+    judged = name in slots.judged
     if rule.is_array:
-        measured = F.when(status == FieldStatus.OK, F.size(value))
+        # a judged array's elements come back only where one fails: its written ones are counted
+        measured = F.when(status == FieldStatus.OK, F.size(slots.read(name, "written") if judged else value))
     for check_name, statistics in rule.checks:
         passes, message = COLUMN_CHECKS[check_name](measured, statistics)
         words = f"length {message}" if rule.is_array else message
@@ -186,7 +192,8 @@ def _slot_checks(rule: FieldRule, slots: Slots) -> list[Check]:
                             rule_id(slots.rule(what), check_name, statistics), slots.words(name, words),
                             column=column, value=measured))
     if rule.items is not None:
-        checks.append(_elements_check(rule, value, slots))
+        passed = slots.read(name, "passed") if judged else None
+        checks.append(_elements_check(rule, value, slots, passed))
     return checks
 
 
@@ -217,9 +224,11 @@ def _concat(words: str | Column, found: Column) -> Column:
     return F.concat(F.lit(words) if isinstance(words, str) else words, found)
 
 
-def _elements_check(rule: FieldRule, elements: Column, slots: Slots) -> Check:
+def _elements_check(rule: FieldRule, elements: Column, slots: Slots, passed: Column | None = None) -> Check:
     """One check for every element of an array: failed where any element fails, and a reason
-    for each failing rule of each element, naming the element by its index."""
+    for each failing rule of each element, naming the element by its index. With `passed`, the
+    parser's verdict on the elements, the cheap pass reads it in place of `exists` (the reasons
+    still run `exists` and `transform`, on the failed messages only)."""
     scope = rule.items
     assert scope is not None
     pattern = slots.pattern / rule.path.each()
@@ -249,7 +258,10 @@ def _elements_check(rule: FieldRule, elements: Column, slots: Slots) -> Check:
     failed = F.coalesce(F.exists(elements, lambda e: any_failed(element_checks(e, None))), F.lit(False))
     reasons = F.flatten(F.transform(elements, lambda e, i: collect(element_checks(e, i))))
     empty = F.array().cast(REASONS)
-    return Check(failed, F.when(failed, F.coalesce(reasons, empty)).otherwise(empty).cast(REASONS))
+    reason = F.when(failed, F.coalesce(reasons, empty)).otherwise(empty).cast(REASONS)
+    if passed is not None:
+        failed = F.coalesce(~passed, F.lit(False))
+    return Check(failed, reason)
 
 
 def _as_element(rule: FieldRule) -> FieldRule:
@@ -311,7 +323,7 @@ def message_columns(contract: Contract) -> list[Column]:
     """The message as written to valid/: one column a top-level key, objects as structs, arrays
     of objects as arrays of structs, each leaf typed (a date, a decimal, a timestamp for an
     `iso_timestamp` string). Reads the columns of `layers.parse`."""
-    return _object_fields(contract.scope, message_slots(), Path())
+    return _object_fields(contract.scope, message_slots(judged=parser_spec.judged_arrays(contract)), Path())
 
 
 def message_keys(contract: Contract) -> list[str]:
@@ -327,6 +339,8 @@ def _slot_output(scope: Scope, rule: FieldRule, slots: Slots) -> Column:
     status, value = slots.read(rule.path, "status"), slots.read(rule.path, "value")
     if rule.is_object:
         return F.when(status == FieldStatus.OK, F.struct(*_object_fields(scope, slots, rule.path)))
+    if rule.path in slots.judged:
+        return slots.read(rule.path, "written")  # the parser wrote the elements as valid/ holds them
     if rule.items is not None:
         items = rule.items
         return F.transform(value, lambda e: _element_output(e, items))

@@ -1,5 +1,5 @@
 """The contract's meaning on Spark: each check of the model as a Spark condition, each JSON
-type as a Spark type, and what the strict parser is asked for (`parser_input`).
+type as a Spark type (what the strict parser is asked for: `parser_spec`).
 
 The contract model (`foodtaster.contract.model`) says what a check *is*; this module says
 what it *means* on Spark, one entry a check, as pandera's `backends/pyspark` does for its
@@ -15,38 +15,30 @@ Value checks run only on values of the right type, as pandera skips nulls in che
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
-    ArrayType,
     BooleanType,
     DataType,
     DateType,
     DecimalType,
     DoubleType,
-    IntegerType,
     LongType,
     StringType,
-    StructField,
-    StructType,
     TimestampType,
 )
 
 from foodtaster.checks import COMPARISONS
 from foodtaster.contract.model import (
     COMPARISON_WORDS,
-    Contract,
     FieldRule,
     JsonType,
-    Scope,
     render,
 )
 from foodtaster.engine import layers
-from foodtaster.engine.reasons import REASONS, VALUE_MAX_CHARS
 
 _SPARK_TYPES: dict[str, DataType] = {
     "string": StringType(), "number": DoubleType(), "integer": LongType(), "boolean": BooleanType(),
@@ -139,62 +131,3 @@ COLUMN_CHECKS: dict[str, ColumnCheck] = {
     "str_length": _string_length,
     "iso_timestamp": _iso_timestamp,
 }
-
-
-# ---- what the strict parser is asked for ---------------------------------------------------
-
-
-def _slot_spec(rule: FieldRule, *, path: bool = True) -> dict[str, Any]:
-    spec: dict[str, Any] = {"type": rule.json_type.name}
-    if path:
-        spec["path"] = list(rule.path.keys)
-    if rule.json_type.name == "decimal":
-        spec["precision"] = rule.json_type.precision
-        spec["scale"] = rule.json_type.scale
-    if rule.items is not None:
-        spec["items"] = _items_spec(rule.items)
-    return spec
-
-
-def _items_spec(scope: Scope) -> dict[str, Any]:
-    if scope.scalar:
-        return _slot_spec(scope.fields[0], path=False)
-    return {"type": "object", "strict": scope.strict, "fields": [_slot_spec(f) for f in scope.fields]}
-
-
-def _element_type(scope: Scope) -> StructType:
-    own = [StructField("_status", IntegerType(), True), StructField("_text", StringType(), True)]
-    if scope.scalar:
-        return StructType([*own, StructField("_value", _parsed_type(scope.fields[0]), True)])
-    return StructType(own + _slot_fields(scope.fields))
-
-
-def _parsed_type(rule: FieldRule) -> DataType:
-    if rule.items is not None:
-        return ArrayType(_element_type(rule.items), True)
-    return parsed_type(rule.json_type)
-
-
-def _slot_fields(fields: tuple[FieldRule, ...]) -> list[StructField]:
-    out = []
-    for rule in fields:
-        out += [StructField(slot_name(rule), _parsed_type(rule), True),
-                StructField(slot_name(rule, "status"), IntegerType(), True),
-                StructField(slot_name(rule, "text"), StringType(), True)]
-    return out
-
-
-def parser_input(contract: Contract, max_message_bytes: int) -> layers.ParserInput:
-    """What `layers.parse` hands the strict parser for this contract, and the shape it returns."""
-    spec = {"max_bytes": max_message_bytes, "value_chars": VALUE_MAX_CHARS, "strict": contract.strict,
-            "fields": [_slot_spec(f) for f in contract.fields]}
-    returns = StructType([StructField("reasons", REASONS, True), *_slot_fields(contract.fields),
-                          StructField(layers.UNEXPECTED, layers.UNEXPECTED_TYPE, True),
-                          StructField(layers.UNKNOWN, layers.UNKNOWN_TYPE, True)])
-    return layers.ParserInput(json.dumps(spec, separators=(",", ":")), returns,
-                              tuple(f.path for f in contract.fields))
-
-
-def slot_name(rule: FieldRule, part: str = "value") -> str:
-    """A slot's field in the parser's struct: its value, status or offending text."""
-    return rule.path.column + ("" if part == "value" else "__" + part)

@@ -9,7 +9,7 @@ from support.frames import lines_frame
 
 from foodtaster.contract import read_contract
 from foodtaster.contract.path import Path
-from foodtaster.engine import layers, rules
+from foodtaster.engine import layers, parser_spec
 
 GOOD = b'{"message_id": "m1", "amount": 5}'
 
@@ -20,7 +20,7 @@ class Two(pa.DataFrameModel):
 
 
 def reasons_of(spark, lines, max_bytes=200):
-    parser = rules.parser_input(read_contract(Two), max_bytes)
+    parser = parser_spec.parser_input(read_contract(Two), max_bytes)
     parsed = layers.parse(lines_frame(spark, lines), parser)
     rows = parsed.orderBy("_row_id").collect()
     return [[(r.layer, r.rule) for r in row[layers.LINE_REASONS] or []] for row in rows], rows

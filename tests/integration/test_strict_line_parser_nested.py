@@ -479,3 +479,58 @@ def test_the_udf_returns_the_nested_verdict_as_a_row(spark):
 
     assert [(r.layer, r.rule) for r in third.reasons] == [("parse", "json.not_object")]
     assert third.id__status is None and third._unexpected is None
+
+
+def test_a_judged_array_gives_its_verdict_and_its_written_elements_as_a_row(spark):
+    """An array whose items say `judge`: one boolean a message (every element passes its slots'
+    presence, null, type and rules), the elements as valid/ holds them, and the elements with
+    their statuses only where one fails (docs/decisions/025-element-rules-judged-in-the-parser.md)."""
+    rules = {"required": True, "nullable": False}
+    fields = [
+        slot("lines", "array", items={"type": "object", "strict": False, "judge": True, "fields": [
+            slot("sku", "string", **rules, checks=[
+                {"check": "regex", "pattern": "(?dU)^(?:S-[0-9]+)"},
+                {"check": "length", "min": 1, "max": 6}]),
+            slot("qty", "integer", **rules, checks=[
+                {"check": "compare", "op": "greater_than_or_equal_to", "bound": "1", "exact": True},
+                {"check": "compare", "op": "less_than", "bound": "9.5", "exact": False}]),
+            decimal("price", 5, 2) | {"required": False, "nullable": True, "checks": [
+                {"check": "compare", "op": "greater_than", "bound": "0", "exact": True}]},
+        ]}),
+        slot("tags", "array", items={"type": "string", "judge": True, "nullable": False, "checks": [
+            {"check": "in", "values": ["a", "b"], "negate": False}, {"check": "suffix", "text": "a"}]}),
+    ]
+    line = StructType([StructField("sku", StringType()), StructField("qty", LongType()),
+                       StructField("price", DecimalType(5, 2))])
+    returns = StructType([
+        StructField("reasons", REASONS),
+        *columns("lines", ArrayType(element_struct(*columns("sku", StringType()), *columns("qty", LongType()),
+                                                   *columns("price", DecimalType(5, 2))))),
+        *columns("tags", ArrayType(element_struct(StructField("_value", StringType())))),
+        StructField("_unexpected", UNEXPECTED_TYPE), StructField("_unknown", UNKNOWN_TYPE),
+        StructField("lines__passed", BooleanType()), StructField("lines__written", ArrayType(line)),
+        StructField("tags__passed", BooleanType()), StructField("tags__written", ArrayType(StringType())),
+    ])
+    spark.udf.registerJavaFunction("test_strict_line_judged", "foodtaster.jvm.StrictLineUdf", returns)
+    messages = [
+        b'{"lines": [{"sku": "S-1", "qty": 9, "price": 0.5}, {"sku": "S-22", "qty": 1, "price": null}],'
+        b' "tags": ["a"]}',
+        b'{"lines": [{"sku": "S-1", "qty": 10}], "tags": ["b"]}',  # qty not below 9.5; b not ending in a
+        b'{"lines": [{"sku": "X-1", "qty": 1}, null], "tags": []}',
+        b'{"lines": [{"sku": "S-1234567", "qty": 1}]}',  # 9 characters: too long
+        b'{"lines": [{"qty": 1}, {"sku": "S-1", "qty": 1, "price": 0}], "tags": [null]}',
+        b'{"lines": 3}',
+    ]
+    frame = spark.createDataFrame([(bytearray(m),) for m in messages], "raw binary")
+    call = F.call_function("test_strict_line_judged", F.col("raw"), F.lit(spec(fields).encode()))
+    rows = [row.v for row in frame.select(call.alias("v")).collect()]
+
+    assert [(r.lines__passed, r.tags__passed) for r in rows] == [
+        (True, True), (False, False), (False, True), (False, None), (False, False), (None, None)]
+    assert rows[0].lines__written == [Row(sku="S-1", qty=9, price=Decimal("0.50")),
+                                      Row(sku="S-22", qty=1, price=None)]
+    assert rows[0].tags__written == ["a"] and rows[0].lines is None and rows[0].tags is None
+    assert rows[2].lines__written == [Row(sku="X-1", qty=1, price=None), None]
+    assert rows[2].lines[1]._status == NULL and rows[2].tags__written == []
+    assert [e.sku__status for e in rows[4].lines] == [MISSING, OK] and rows[4].tags__written == [None]
+    assert (rows[5].lines__status, rows[5].lines__written) == (FOUND["integer"], None)

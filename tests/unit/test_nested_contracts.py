@@ -23,8 +23,8 @@ from foodtaster.contract import read_contract
 from foodtaster.contract.model import ContractError
 from foodtaster.contract.path import Path
 from foodtaster.engine.layers import UNEXPECTED, UNKNOWN
+from foodtaster.engine.parser_spec import parser_input
 from foodtaster.engine.reasons import VALUE_MAX_CHARS
-from foodtaster.engine.rules import parser_input
 
 
 class Line(pa.DataFrameModel):
@@ -395,7 +395,7 @@ def test_the_parser_is_asked_for_every_slot_by_path():
             strict = True
 
     class Amount(pa.DataFrameModel):
-        value: Series[pa.Decimal] = pa.Field(dtype_kwargs={"precision": 5, "scale": 1})
+        value: Series[pa.Decimal] = pa.Field(gt=0.5, dtype_kwargs={"precision": 5, "scale": 1})
 
     class Small(pa.DataFrameModel):
         id: Series[str]
@@ -414,15 +414,56 @@ def test_the_parser_is_asked_for_every_slot_by_path():
             {"type": "object", "path": ["d"]},
             {"type": "date", "path": ["d", "when"]},
             {"type": "array", "path": ["d", "items"],
-             "items": {"type": "object", "strict": True, "fields": [{"type": "integer", "path": ["n"]}]}},
-            {"type": "array", "path": ["amounts"], "items": {"type": "decimal", "precision": 5, "scale": 1}},
+             "items": {"type": "object", "strict": True, "judge": True, "fields": [
+                 {"type": "integer", "path": ["n"], "required": True, "nullable": False, "checks": []}]}},
+            {"type": "array", "path": ["amounts"], "items": {
+                "type": "decimal", "precision": 5, "scale": 1, "judge": True, "nullable": False, "checks": [
+                    {"check": "compare", "op": "greater_than", "bound": "0.5", "exact": False}]}},
         ],
     }
     assert [str(slot) for slot in given.slots] == ["id", "d", "d.when", "d.items", "amounts"]
+    assert [str(slot) for slot in given.judged] == ["d.items", "amounts"]
     slot_columns = [f"{slot.column}{part}" for slot in given.slots for part in ("", "__status", "__text")]
-    assert given.returns.names == ["reasons", *slot_columns, UNEXPECTED, UNKNOWN]
+    judged_columns = [f"{slot.column}{part}" for slot in given.judged for part in ("__passed", "__written")]
+    assert given.returns.names == ["reasons", *slot_columns, UNEXPECTED, UNKNOWN, *judged_columns]
     element = given.returns[Path.of("d", "items").column].dataType.elementType  # type: ignore[attr-defined]
     n = Path.of("n").column
     assert element.names == ["_status", "_text", n, f"{n}__status", f"{n}__text"]
     amount = given.returns[Path.of("amounts").column].dataType.elementType  # type: ignore[attr-defined]
     assert amount.names == ["_status", "_text", "_value"]
+
+
+def test_the_parser_judges_an_arrays_elements_only_where_it_means_what_spark_means():
+    """An array is judged in the parser (decision 025) when every element rule is one it judges
+    as its Spark column does; else its elements keep Spark's `exists`."""
+
+    class Plain(pa.DataFrameModel):
+        sku: Series[str] = pa.Field(str_matches="^S", str_length={"min_value": 1}, isin=["S1", "S2"])
+        qty: Series[int] = pa.Field(in_range={"min_value": 1, "max_value": 9.5, "include_max": False})
+
+    class Dated(pa.DataFrameModel):
+        day: Series[pa.Date]
+
+    class Deep(pa.DataFrameModel):
+        n: Series[int] = pa.Field(alias="a.n")
+
+    class Timed(pa.DataFrameModel):
+        at: Series[str] = pa.Field(iso_timestamp=())
+
+    class Compared(pa.DataFrameModel):
+        code: Series[str] = pa.Field(ge="A")
+
+    class Arrays(pa.DataFrameModel):
+        plain: Series[int] = pa.Field(metadata={"items": Plain})
+        dated: Series[int] = pa.Field(metadata={"items": Dated})
+        deep: Series[int] = pa.Field(metadata={"items": Deep})
+        timed: Series[int] = pa.Field(metadata={"items": Timed})
+        compared: Series[int] = pa.Field(metadata={"items": Compared})
+
+    given = parser_input(read_contract(Arrays), 1000)
+    assert [str(slot) for slot in given.judged] == ["plain"]
+    plain = json.loads(given.spec)["fields"][0]["items"]["fields"]
+    assert sorted(rule["check"] for rule in plain[0]["checks"]) == ["in", "length", "regex"]
+    assert plain[1]["checks"] == [
+        {"check": "compare", "op": "greater_than_or_equal_to", "bound": "1", "exact": True},
+        {"check": "compare", "op": "less_than", "bound": "9.5", "exact": False}]

@@ -46,6 +46,13 @@ import java.util.Map;
  * the {@code [path, json]} of each key a keeping scope did not name. An array's value is a
  * list of elements: {@code [status, text, v1, s1, x1, ...]} for an element scope,
  * {@code [status, text, value]} for scalar items.
+ *
+ * <p>An array at the message's level whose items say {@code "judge": true} is judged here
+ * (ElementRules; docs/decisions/025-element-rules-judged-in-the-parser.md): its element slots may
+ * say {@code required}, {@code nullable} and {@code checks}, and after {@code unknown} come, per
+ * such array in slot order, whether every element passes (null unless the array is one) and its
+ * elements as written to valid/ (each element's slot values, null for an element that is no
+ * object, or the scalars); its value then holds the elements only where one fails.
  */
 public final class StrictLineParser implements Serializable {
     private static final long serialVersionUID = 3L;
@@ -91,6 +98,13 @@ public final class StrictLineParser implements Serializable {
         int[] descendants = new int[0];
         Node items;  // an array node's
         Scope scope;  // object items': the element's own scope
+        // An element slot's rules, judged here when its array is judged (ElementRules): a missing
+        // value fails when required, a null when not nullable, a wrong type or out of range always.
+        boolean required;
+        boolean nullable = true;
+        ElementRules[] rules;
+        boolean judged;  // an array whose elements the parser judges (its items' "judge")
+        int place = -1;  // a judged root array's output place: its verdict, then its written elements
 
         Node(String key, int type, int precision, int scale) {
             this.key = key;
@@ -172,6 +186,7 @@ public final class StrictLineParser implements Serializable {
     private final Scope root;
     private final boolean anyPaths;  // some scope reports or keeps unknown keys, by their paths
     private final int[] rootArrays;  // the output places of the root's array values
+    private final Node[] judgedArrays;  // the root's arrays whose elements are judged here
     private final int maxBytes;
     private final int valueChars;
 
@@ -191,6 +206,14 @@ public final class StrictLineParser implements Serializable {
         rootArrays = new int[arrays];
         arrays = 0;
         for (Node n : root.slots) if (n.type == ARRAY) rootArrays[arrays++] = 1 + 3 * n.slot;
+        List<Node> judged = new ArrayList<>();
+        for (Node n : root.slots) {
+            if (n.type == ARRAY && n.judged) {
+                n.place = 3 + 3 * root.slots.length + 2 * judged.size();
+                judged.add(n);
+            }
+        }
+        judgedArrays = judged.toArray(new Node[0]);
     }
 
     // ---- the spec --------------------------------------------------------------------------
@@ -266,7 +289,7 @@ public final class StrictLineParser implements Serializable {
         Map<List<String>, Node> byPath = new HashMap<>();
         for (int i = 0; i < slots.length; i++) {
             Map<String, Object> slot = object(list.get(i), "a field of " + where,
-                    "path", "type", "precision", "scale", "items");
+                    "path", "type", "precision", "scale", "items", "required", "nullable", "checks");
             List<String> path = path(slot.get("path"), where);
             String name = String.join(".", path);
             Node node = node(slot, path.get(path.size() - 1), "field " + name, strictSeen);
@@ -333,11 +356,15 @@ public final class StrictLineParser implements Serializable {
             throw new IllegalArgumentException(where + " is no array: items are an array's");
         }
         Node node = new Node(key, type, precision, scale);
+        node.required = Boolean.TRUE.equals(spec.get("required"));
+        node.nullable = !Boolean.FALSE.equals(spec.get("nullable"));
+        node.rules = ElementRules.of(spec.get("checks"), where);
         if (type == OBJECT) node.children = new HashMap<>();
         if (type == ARRAY) {
             if (!spec.containsKey("items")) throw new IllegalArgumentException("array " + where + " needs items");
             Map<String, Object> items = object(spec.get("items"), "the items of " + where,
-                    "type", "precision", "scale", "strict", "fields");
+                    "type", "precision", "scale", "strict", "fields", "judge", "nullable", "checks");
+            node.judged = Boolean.TRUE.equals(items.get("judge"));
             if ("object".equals(items.get("type"))) {
                 if (items.containsKey("precision") || items.containsKey("scale")) {
                     throw new IllegalArgumentException("the items of " + where + " are objects: no precision or scale");
@@ -370,10 +397,18 @@ public final class StrictLineParser implements Serializable {
         return rootArrays;
     }
 
+    /** The output places of the root's judged arrays' written elements, for StrictLineUdf; each
+     * array's verdict is the place before. */
+    int[] writtenPlaces() {
+        int[] places = new int[judgedArrays.length];
+        for (int i = 0; i < places.length; i++) places[i] = judgedArrays[i].place + 1;
+        return places;
+    }
+
     /** The line's verdict; see the class comment for its shape. */
     public Object[] parse(byte[] line) {
         int n = root.slots.length;
-        Object[] out = new Object[3 + 3 * n];
+        Object[] out = new Object[3 + 3 * n + 2 * judgedArrays.length];
         List<Object[]> problems = bytesProblems(line);
         if (problems != null) {
             out[0] = problems;
@@ -564,9 +599,17 @@ public final class StrictLineParser implements Serializable {
                 case ARRAY:
                     if (t == JsonToken.START_ARRAY) {
                         if (walk != null) walk.push(node.key, 0);
-                        out[v] = readElements(p, node.items, b, walk);
+                        List<Object[]> elements = readElements(p, node.items, b, walk);
                         if (walk != null) walk.pop();
                         out[v + 1] = OK;
+                        if (node.place < 0) {
+                            out[v] = elements;
+                        } else {
+                            boolean passed = allPass(elements, node.items);
+                            out[node.place] = passed;
+                            out[node.place + 1] = written(elements, node.items);
+                            if (!passed) out[v] = elements;  // the reasons read them, on failed messages only
+                        }
                     } else {
                         notContainer(p, t, node, out, base, b);
                     }
@@ -635,6 +678,53 @@ public final class StrictLineParser implements Serializable {
             elements.add(element);
         }
         return elements;
+    }
+
+    /** Whether every element of a judged array passes its slots' types and rules. */
+    private static boolean allPass(List<Object[]> elements, Node items) {
+        Scope scope = items.scope;
+        for (Object[] e : elements) {
+            if (scope == null) {
+                if (!slotPasses(items, e[2], (Integer) e[0])) return false;
+                continue;
+            }
+            if ((Integer) e[0] != OK) return false;  // a null or a wrong type: no element object
+            for (Node n : scope.slots) {
+                int v = 2 + 3 * n.slot;
+                if (!slotPasses(n, e[v], (Integer) e[v + 1])) return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean slotPasses(Node node, Object value, int status) {
+        switch (status) {
+            case OK:
+                for (ElementRules rule : node.rules) if (!rule.passes(value)) return false;
+                return true;
+            case MISSING: return !node.required;
+            case NULL: return node.nullable;
+            default: return false;  // out of range, not a date, a wrong type
+        }
+    }
+
+    /** A judged array's elements as written to valid/: an element scope's values in its slots'
+     * order (null for an element that is no object), or the scalars. */
+    private static List<Object> written(List<Object[]> elements, Node items) {
+        List<Object> out = new ArrayList<>(elements.size());
+        Scope scope = items.scope;
+        for (Object[] e : elements) {
+            if (scope == null) {
+                out.add(e[2]);
+            } else if ((Integer) e[0] != OK) {
+                out.add(null);
+            } else {
+                Object[] values = new Object[scope.slots.length];
+                for (int i = 0; i < values.length; i++) values[i] = e[2 + 3 * i];
+                out.add(values);
+            }
+        }
+        return out;
     }
 
     private static String afterRoot(JsonParser p) throws IOException {

@@ -17,7 +17,8 @@ import java.util.List;
  * array on every row: the parser is rebuilt only when the spec's bytes change.
  *
  * <p>The struct is the parser's output as a row: {@code reasons}, a value, status and text per
- * root slot, then {@code _unexpected} and {@code _unknown}; the reasons, the unexpected and unknown keys and every
+ * root slot, then {@code _unexpected} and {@code _unknown}, then each judged array's verdict and
+ * written elements; the reasons, the unexpected and unknown keys and every
  * array's elements are rows too, an element's own arrays included.
  */
 public final class StrictLineUdf implements UDF2<byte[], byte[], Row> {
@@ -41,7 +42,19 @@ public final class StrictLineUdf implements UDF2<byte[], byte[], Row> {
         int unknown = parser.unknownPlace();
         if (out[unknown - 1] != null) out[unknown - 1] = rows(out[unknown - 1]);  // the unexpected keys
         if (out[unknown] != null) out[unknown] = rows(out[unknown]);
+        for (int w : parser.writtenPlaces()) if (out[w] != null) out[w] = written(out[w]);
         return RowFactory.create(out);
+    }
+
+    /** A judged array's written elements: an element's values as a row, a scalar as it is. */
+    @SuppressWarnings("unchecked")
+    private static List<Object> written(Object elements) {
+        List<Object> list = (List<Object>) elements;
+        for (int k = 0; k < list.size(); k++) {
+            Object e = list.get(k);
+            if (e instanceof Object[]) list.set(k, RowFactory.create((Object[]) e));
+        }
+        return list;
     }
 
     /** A list of records (reasons, or an array's elements) as rows, the lists inside them too. */

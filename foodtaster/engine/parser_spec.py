@@ -1,0 +1,232 @@
+"""What the strict parser is asked for (`parser_input`): the contract's slots, and the arrays
+whose elements it judges itself.
+
+An array of the message's level whose element rules the parser can judge exactly as their Spark
+columns (`rules.COLUMN_CHECKS`) do is judged in the parser's one pass: it returns, beside the
+array's slots, whether every element passes and the elements as written to valid/, so the cheap
+pass reads one boolean and one column instead of running Spark's higher-order functions over the
+elements (`exists`, `transform`: outside whole-stage code generation), and the elements with their
+statuses come back only on a message where one fails, for the reasons
+(docs/decisions/025-element-rules-judged-in-the-parser.md). Any other array keeps `exists`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    IntegerType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from foodtaster.contract.model import Contract, FieldRule, Scope
+from foodtaster.contract.path import Path
+from foodtaster.engine import layers
+from foodtaster.engine.reasons import REASONS, VALUE_MAX_CHARS
+from foodtaster.engine.rules import output_type, parsed_type, python_regex
+
+NUMBERS = ("integer", "number", "decimal")
+Rule = dict[str, Any]
+RuleForms = Callable[[str, dict[str, Any]], list[Rule] | None]  # a check's rules on a JSON type
+
+
+def _bound(value: Any) -> Rule | None:
+    """A comparison's bound as the parser reads it, or None where it cannot compare as Spark
+    does (a bool, a string, an infinity)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return {"bound": repr(value), "exact": isinstance(value, int)}
+
+
+def _compare(op: str, value: Any) -> Rule | None:
+    bound = _bound(value)
+    return None if bound is None else {"check": "compare", "op": op, **bound}
+
+
+def _comparison(op: str) -> RuleForms:
+    def rule(json_type: str, s: dict[str, Any]) -> list[Rule] | None:
+        (value,) = s.values()
+        one = _compare(op, value) if json_type in NUMBERS else None
+        return None if one is None else [one]
+
+    return rule
+
+
+def _in_range(json_type: str, s: dict[str, Any]) -> list[Rule] | None:
+    if json_type not in NUMBERS:
+        return None
+    low = _compare("greater_than_or_equal_to" if s.get("include_min", True) else "greater_than",
+                   s["min_value"])
+    high = _compare("less_than_or_equal_to" if s.get("include_max", True) else "less_than",
+                    s["max_value"])
+    return None if low is None or high is None else [low, high]
+
+
+def _strings(rule: Callable[[dict[str, Any]], Rule | None]) -> RuleForms:
+    def on_strings(json_type: str, s: dict[str, Any]) -> list[Rule] | None:
+        one = rule(s) if json_type == "string" else None
+        return None if one is None else [one]
+
+    return on_strings
+
+
+def _listed(key: str, negate: bool) -> Callable[[dict[str, Any]], Rule | None]:
+    def rule(s: dict[str, Any]) -> Rule | None:
+        values = list(s[key])
+        if not all(isinstance(v, str) for v in values):
+            return None
+        return {"check": "in", "values": values, "negate": negate}
+
+    return rule
+
+
+def _length(s: dict[str, Any]) -> Rule:
+    return {"check": "length", "min": s.get("min_value"), "max": s.get("max_value"),
+            "exact": s.get("exact_value")}
+
+
+# The contract's check name -> the parser's rules for it on a slot of a JSON type, or None where
+# the parser cannot judge it exactly as `rules.COLUMN_CHECKS` does (the array keeps `exists`).
+PARSER_RULES: dict[str, RuleForms] = {
+    **{op: _comparison(op) for op in ("greater_than", "greater_than_or_equal_to", "less_than",
+                                      "less_than_or_equal_to", "equal_to", "not_equal_to")},
+    "in_range": _in_range,
+    "isin": _strings(_listed("allowed_values", negate=False)),
+    "notin": _strings(_listed("forbidden_values", negate=True)),
+    "str_matches": _strings(lambda s: {"check": "regex",
+                                       "pattern": python_regex("^(?:" + s["pattern"] + ")")}),
+    "str_contains": _strings(lambda s: {"check": "regex", "pattern": python_regex(s["pattern"])}),
+    "str_startswith": _strings(lambda s: {"check": "prefix", "text": s["string"]}),
+    "str_endswith": _strings(lambda s: {"check": "suffix", "text": s["string"]}),
+    "str_length": _strings(_length),
+}
+
+
+def _slot_rules(rule: FieldRule) -> Rule | None:
+    """What the parser judges on an element slot (its presence, null and rules), or None where it
+    cannot judge it: an object, an array, JSON text, or a value written as another type (a date,
+    a timestamp)."""
+    if rule.is_object or rule.is_array or rule.json_type.name == "json":
+        return None
+    if output_type(rule) != parsed_type(rule.json_type):
+        return None
+    checks: list[Rule] = []
+    for name, statistics in rule.checks:
+        one = PARSER_RULES.get(name)
+        forms = one(rule.json_type.name, statistics) if one else None
+        if forms is None:
+            return None
+        checks += forms
+    return {"required": rule.declared and rule.required, "nullable": not rule.declared or rule.nullable,
+            "checks": checks}
+
+
+def judged_arrays(contract: Contract) -> frozenset[Path]:
+    """The message's arrays whose elements the parser judges: every element rule one it can
+    judge, the element scope flat (no object or array inside), no Python check on the array, and
+    not a JSON Schema contract's (its schema judges the elements)."""
+    if contract.judged_by_schema:
+        return frozenset()
+    python = {c.path for c in contract.python_checks}
+    return frozenset(
+        f.path for f in contract.fields
+        if f.items is not None and f.path not in python and _items_rules(f.items) is not None
+    )
+
+
+def _items_rules(scope: Scope) -> list[Rule] | None:
+    if not scope.scalar and any(len(f.path.keys) != 1 for f in scope.fields):
+        return None
+    found = [_slot_rules(f) for f in scope.fields]
+    return None if any(one is None for one in found) else [one for one in found if one is not None]
+
+
+def _slot_spec(rule: FieldRule, judged: frozenset[Path] = frozenset(), *,
+               path: bool = True) -> dict[str, Any]:
+    spec: dict[str, Any] = {"type": rule.json_type.name}
+    if path:
+        spec["path"] = list(rule.path.keys)
+    if rule.json_type.name == "decimal":
+        spec["precision"] = rule.json_type.precision
+        spec["scale"] = rule.json_type.scale
+    if rule.items is not None:
+        spec["items"] = _items_spec(rule.items, rule.path in judged)
+    return spec
+
+
+def _items_spec(scope: Scope, judge: bool) -> dict[str, Any]:
+    rules = _items_rules(scope) if judge else None
+    if scope.scalar:
+        spec = _slot_spec(scope.fields[0], path=False)
+        if rules is not None:
+            spec.update(judge=True, nullable=rules[0]["nullable"], checks=rules[0]["checks"])
+        return spec
+    fields = [_slot_spec(f) for f in scope.fields]
+    if rules is not None:
+        fields = [{**one, **rules[k]} for k, one in enumerate(fields)]
+    spec = {"type": "object", "strict": scope.strict, "fields": fields}
+    return {**spec, "judge": True} if rules is not None else spec
+
+
+def _element_type(scope: Scope) -> StructType:
+    own = [StructField("_status", IntegerType(), True), StructField("_text", StringType(), True)]
+    if scope.scalar:
+        return StructType([*own, StructField("_value", _parsed_type(scope.fields[0]), True)])
+    return StructType(own + _slot_fields(scope.fields))
+
+
+def written_type(scope: Scope) -> ArrayType:
+    """A judged array's elements as written to valid/ (what `row_checks.message_columns` writes)."""
+    if scope.scalar:
+        return ArrayType(output_type(scope.fields[0]), True)
+    fields = [StructField(str(f.path.last), output_type(f), True) for f in scope.fields]
+    return ArrayType(StructType(fields), True)
+
+
+def _parsed_type(rule: FieldRule) -> DataType:
+    if rule.items is not None:
+        return ArrayType(_element_type(rule.items), True)
+    return parsed_type(rule.json_type)
+
+
+def _slot_fields(fields: tuple[FieldRule, ...]) -> list[StructField]:
+    out = []
+    for rule in fields:
+        out += [StructField(slot_name(rule), _parsed_type(rule), True),
+                StructField(slot_name(rule, "status"), IntegerType(), True),
+                StructField(slot_name(rule, "text"), StringType(), True)]
+    return out
+
+
+def parser_input(contract: Contract, max_message_bytes: int) -> layers.ParserInput:
+    """What `layers.parse` hands the strict parser for this contract, and the shape it returns."""
+    judged = judged_arrays(contract)
+    spec = {"max_bytes": max_message_bytes, "value_chars": VALUE_MAX_CHARS, "strict": contract.strict,
+            "fields": [_slot_spec(f, judged) for f in contract.fields]}
+    arrays = [f for f in contract.fields if f.path in judged]
+    extra = []
+    for rule in arrays:
+        assert rule.items is not None
+        extra += [StructField(slot_name(rule, "passed"), BooleanType(), True),
+                  StructField(slot_name(rule, "written"), written_type(rule.items), True)]
+    returns = StructType([StructField("reasons", REASONS, True), *_slot_fields(contract.fields),
+                          StructField(layers.UNEXPECTED, layers.UNEXPECTED_TYPE, True),
+                          StructField(layers.UNKNOWN, layers.UNKNOWN_TYPE, True), *extra])
+    return layers.ParserInput(json.dumps(spec, separators=(",", ":")), returns,
+                              tuple(f.path for f in contract.fields), tuple(f.path for f in arrays))
+
+
+def slot_name(rule: FieldRule, part: str = "value") -> str:
+    """A slot's field in the parser's struct: its value, status or offending text; a judged
+    array's `passed` and `written` elements."""
+    return rule.path.column + ("" if part == "value" else "__" + part)
