@@ -122,10 +122,9 @@ def build_batch_alert(
     crossed = ("hold_rate", config.hold_rate) if rate >= config.hold_rate else (
         "alert_rate", config.alert_rate)
     status = verdict.severity.upper() if verdict.publish else "HELD"
-    subject = (
-        f"[foodtaster] {dataset} batch {batch_id}: quarantine rate {rate:.2%} "
-        f"({crossed[0]} {crossed[1]:.2%}) — {status}"
-    )
+    under = "under " if rate < config.alert_rate else ""  # a failed gate or a new field sent it
+    subject = (f"[foodtaster] {dataset} batch {batch_id}: quarantine rate {rate:.2%} "
+               f"({under}{crossed[0]} {crossed[1]:.2%}) — {status}")
     outcome = (
         "published; its quarantined messages are kept in quarantine" if verdict.publish
         else "HELD: its valid rows are not published until the batch is rerun and passes"

@@ -123,6 +123,7 @@ def test_the_alert_says_what_is_new_once_and_what_stopped(drifted):
     written = json.loads(Path(page.removesuffix(".html") + ".json").read_text())
     assert "New in this batch" in written["text"] and LOYALTY in written["text"]
     assert CRM in written["text"] and "12.00%" in written["text"]
+    assert "(under alert_rate 2.00%) — WARNING" in alert.subject  # the rate did not send it
     assert "New in this batch" in alert.html and any("New in this batch" in s for s in alert.slack_sections)
     later = build_batch_alert(b3, Verdict.from_json(b3["verdict"]), config, {}, lake=lake)
     assert "New in this batch" not in later.text
