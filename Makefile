@@ -70,7 +70,7 @@ browser-tools:
 test: $(STAMP) $(JAR) $(CDS) compose-tools browser-tools
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 # mypy on the packages, as configured in pyproject.toml ([tool.mypy])
 typecheck: $(STAMP)
@@ -84,12 +84,12 @@ unit: $(STAMP)
 # integration: the engine on a local Spark session, and real services in process (SMTP and webhook
 # sinks, NATS JetStream, the batches page's app, docker-compose's config check); no Airflow run.
 integration: $(STAMP) $(JAR) $(CDS) compose-tools
-	$(BIN)/python -m pytest -n 2 --dist loadfile tests/integration
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder tests/integration
 
 # e2e: Airflow (the DAG files parsed, `airflow dags test`, `airflow standalone`, the UI in a browser),
 # spark-submit and the Spark cluster, the demos.
 e2e: $(STAMP) $(JAR) $(CDS) browser-tools
-	$(BIN)/python -m pytest -n 2 --dist loadfile tests/e2e
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder tests/e2e
 
 # bench/README.md: the options, e.g. a smoke run: make bench BENCH_ARGS="--messages 20000 --repeat 1 --skip-naive"
 BENCH_ARGS ?=

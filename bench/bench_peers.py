@@ -1,16 +1,26 @@
-"""Foodtaster against its peer, in one run: the floor, Foodtaster's job with its gate and DQX.
+"""Foodtaster against its peer, in one run: the floor, the least any design pays, Foodtaster's job
+with its gate, and DQX.
 
     .venv/bin/python bench/bench_peers.py --workdir W [--messages N] [--repeat R]
-        [--dataset orders|order_events]
+        [--dataset orders|order_events] [--variant floor|bound|foodtaster|dqx] [--checkout DIR]
 
-For each dataset (`orders`, flat, and `order_events`, nested), three commands, each in a fresh
+For each dataset (`orders`, flat, and `order_events`, nested), four commands, each in a fresh
 process (its own JVM, start-up included) timed wall-clock from outside, in rounds so that a slow
 spell of the machine hits all of them:
 
   floor       `bench_validate.py --only floor` (`nested-floor`): read the text, `from_json`, Parquet.
+  bound       `bench_validate.py --only keyed` (`nested-keyed`): the strict parser and every rule, the
+              copies of each key compared after one shuffle, one write by outcome; no line numbers,
+              conversation holds, retries, accounting, state or gate. What any design that keeps the
+              contract's verdicts pays at least (docs/decisions/012-speed-targets-and-their-lower-bounds.md).
   foodtaster  `bench_validate.py --only full-gx` (`nested-full-gx`): the job with its gate.
   dqx         `bench_dqx.py` in the peer's own venv (`make bench-dqx-venv`): the contract's rules as
               DQX checks on a lenient `from_json`, split, both sides written as Parquet.
+
+`--checkout DIR` (repeatable; default this checkout) runs the project's commands from each
+checkout, with its own `.venv` and parser jar: two checkouts on two Spark versions give the
+versions side by side, each with its own floor (docs/decisions/021-spark-version.md). DQX runs
+once a round, from its own venv.
 
 The input is generated once into W (`input`, `nested-input`, as `bench_validate.py --keep` makes
 it, and reused when its parameters match), with the nested floor's schema, in a child process so
@@ -32,11 +42,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-DATASETS = {  # dataset: (its input folder in W, the floor's and the job's --only variants)
-    "orders": ("input", "floor", "full-gx"),
-    "order_events": ("nested-input", "nested-floor", "nested-full-gx"),
+DATASETS = {  # dataset: its input folder in W, and the --only variant of each project command
+    "orders": ("input", {"floor": "floor", "bound": "keyed", "foodtaster": "full-gx"}),
+    "order_events": ("nested-input", {"floor": "nested-floor", "bound": "nested-keyed",
+                                      "foodtaster": "nested-full-gx"}),
 }
-VARIANTS = ("floor", "foodtaster", "dqx")
+VARIANTS = ("floor", "bound", "foodtaster", "dqx")
 
 
 def prepare(args: argparse.Namespace) -> None:
@@ -45,7 +56,7 @@ def prepare(args: argparse.Namespace) -> None:
     import bench_validate as bv
 
     workdir = args.workdir.resolve()
-    for dataset, (folder, _, _) in DATASETS.items():
+    for dataset, (folder, _) in DATASETS.items():
         info = bv.generate(workdir / folder, args.messages, args.seed, args.poison_rate, dataset)
         print(f"{dataset}: {args.messages:,} messages, {info['bytes'] / 2**20:,.0f} MiB in 4 files "
               f"(expected {info['outcomes']})", flush=True)
@@ -56,8 +67,19 @@ def prepare(args: argparse.Namespace) -> None:
         spark.stop()
 
 
-def command(args: argparse.Namespace, dataset: str, variant: str) -> tuple[list[str], dict[str, str]]:
-    folder, floor, job = DATASETS[dataset]
+def spark_version(checkout: Path) -> str:
+    """The pyspark version of a checkout's venv: the label of its rows."""
+    done = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-c",
+                           "import pyspark; print(pyspark.__version__)"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{checkout}: no working .venv ({done.stderr.strip()[-300:]}): "
+                         "run `make venv jar` there")
+    return done.stdout.strip()
+
+
+def command(args: argparse.Namespace, dataset: str, variant: str,
+            checkout: Path = ROOT) -> tuple[list[str], dict[str, str]]:
+    folder, only = DATASETS[dataset]
     workdir = args.workdir.resolve()
     if variant == "dqx":
         python = str(args.dqx_python)
@@ -67,20 +89,23 @@ def command(args: argparse.Namespace, dataset: str, variant: str) -> tuple[list[
         return [python, str(HERE / "bench_dqx.py"), "--input", str(workdir / folder),
                 "--out", str(workdir / "out" / "dqx" / dataset), "--dataset", dataset,
                 "--master", args.master, "--driver-memory", args.driver_memory], env
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return [sys.executable, str(HERE / "bench_validate.py"), "--only", floor if variant == "floor" else job,
+    python = str(checkout / ".venv" / "bin" / "python")  # its own Spark, and its own jar by default
+    env = {key: value for key, value in os.environ.items() if key not in ("FOODTASTER_JVM_JAR", "SPARK_HOME")}
+    env.update(PYTHONPATH=str(checkout), PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=python)
+    return [python, str(checkout / "bench" / "bench_validate.py"), "--only", only[variant],
             "--workdir", str(workdir), "--keep", "--messages", str(args.messages),
             "--seed", str(args.seed), "--poison-rate", str(args.poison_rate),
             "--master", args.master, "--driver-memory", args.driver_memory], env
 
 
-def timed(args: argparse.Namespace, dataset: str, variant: str) -> float:
-    argv, env = command(args, dataset, variant)
+def timed(args: argparse.Namespace, dataset: str, variant: str, checkout: Path = ROOT) -> float:
+    argv, env = command(args, dataset, variant, checkout)
     started = time.perf_counter()
-    done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(argv, env=env, cwd=checkout, capture_output=True, text=True)
     took = time.perf_counter() - started
     if done.returncode != 0:
-        raise SystemExit(f"{dataset} {variant} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        raise SystemExit(f"{dataset} {variant} ({checkout}) failed ({done.returncode}):\n"
+                         f"{done.stderr[-3000:]}")
     if variant == "dqx":
         counts = json.loads(done.stdout.strip().splitlines()[-1])
         if counts["messages"] != args.messages:
@@ -101,44 +126,76 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--driver-memory", default="6g")
     parser.add_argument("--dqx-python", type=Path, default=HERE / ".venv-dqx" / "bin" / "python",
                         help="the peer's venv's python (make bench-dqx-venv)")
+    parser.add_argument("--variant", choices=VARIANTS, action="append",
+                        help="one command (repeatable); default all four")
+    parser.add_argument("--checkout", type=Path, action="append",
+                        help="run the project's commands from this checkout (repeatable; default this one)")
     parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     if args.prepare:
         prepare(args)
         return 0
-    if not args.dqx_python.exists():
+    variants = [variant for variant in VARIANTS if variant in (args.variant or VARIANTS)]
+    if "dqx" in variants and not args.dqx_python.exists():
         parser.error(f"no {args.dqx_python}: run `make bench-dqx-venv` first")
     datasets = args.dataset or list(DATASETS)
+    checkouts = {spark_version(checkout): checkout.resolve() for checkout in args.checkout or [ROOT]}
+    if len(checkouts) < len(args.checkout or [ROOT]):
+        parser.error("two --checkout on the same Spark version: their rows could not be told apart")
 
-    prepared = subprocess.run([sys.executable, __file__, "--prepare", *(argv or sys.argv[1:])],
+    prepared = subprocess.run([sys.executable, __file__, "--prepare", "--workdir", str(args.workdir),
+                               "--messages", str(args.messages), "--seed", str(args.seed),
+                               "--poison-rate", str(args.poison_rate), "--master", args.master,
+                               "--driver-memory", args.driver_memory],
                               env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
     if prepared.returncode != 0:
         return prepared.returncode
-    print(f"load average at start: {os.getloadavg()}", flush=True)
-    seconds: dict[tuple[str, str], list[float]] = {}
+    print(f"load average at start: {os.getloadavg()}; Spark {', '.join(checkouts)}", flush=True)
+    seconds: dict[tuple[str, str, str], list[float]] = {}  # (dataset, variant, Spark version)
     for round_ in range(1, args.repeat + 1):
         for dataset in datasets:
-            for variant in VARIANTS:
-                took = timed(args, dataset, variant)
-                seconds.setdefault((dataset, variant), []).append(took)
-                print(f"round {round_}: {dataset:12s} {variant:10s} {took:7.1f}s  "
-                      f"load {os.getloadavg()[0]:.2f}", flush=True)
+            for variant in variants:
+                for version, checkout in checkouts.items() if variant != "dqx" else [("", ROOT)]:
+                    took = timed(args, dataset, variant, checkout)
+                    seconds.setdefault((dataset, variant, version), []).append(took)
+                    print(f"round {round_}: {dataset:12s} {variant:10s} {version:6s} {took:7.1f}s  "
+                          f"load {os.getloadavg()[0]:.2f}", flush=True)
     print(f"load average at end: {os.getloadavg()}")
     print(f"\n{args.messages:,} messages a dataset, medians of {args.repeat} fresh processes each\n")
-    print("| dataset | floor s | Foodtaster with its gate s | DQX s | Foodtaster / DQX | paired, median |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for dataset in datasets:
-        floor, ours, dqx = (statistics.median(seconds[(dataset, v)]) for v in VARIANTS)
-        paired = statistics.median(
-            a / b for a, b in zip(seconds[(dataset, "foodtaster")], seconds[(dataset, "dqx")], strict=True))
-        print(f"| {dataset} | {floor:.1f} | {ours:.1f} ({ours / floor:.2f}×) "
-              f"| {dqx:.1f} ({dqx / floor:.2f}×) | {ours / dqx:.2f} | {paired:.2f} |")
-    every = (f"{dataset} {variant} {', '.join(f'{s:.1f}' for s in runs)}"
-             for (dataset, variant), runs in seconds.items())
+    print(table(seconds, datasets, variants, list(checkouts)))
+    every = (f"{dataset} {variant}{' ' + version if version else ''} {', '.join(f'{s:.1f}' for s in runs)}"
+             for (dataset, variant, version), runs in seconds.items())
     print("\nevery run (s): " + "; ".join(every))
     return 0
 
+
+def table(seconds: dict[tuple[str, str, str], list[float]], datasets: list[str], variants: list[str],
+          versions: list[str]) -> str:
+    """A row a dataset and Spark version: each command's median (× that version's floor), and
+    Foodtaster / DQX of the medians and paired within rounds."""
+    def runs(dataset: str, variant: str, version: str) -> list[float] | None:
+        return seconds.get((dataset, variant, "" if variant == "dqx" else version))
+
+    ratio = "foodtaster" in variants and "dqx" in variants
+    lines = ["| dataset | Spark | " + " | ".join(f"{v} s" for v in variants)
+             + (" | Foodtaster / DQX | paired, median |" if ratio else " |"),
+             "|---|---|" + "---:|" * (len(variants) + (2 if ratio else 0))]
+    for dataset in datasets:
+        for version in versions:
+            floor_runs = runs(dataset, "floor", version)
+            floor = statistics.median(floor_runs) if floor_runs else None
+            cells = []
+            for variant in variants:
+                median = statistics.median(runs(dataset, variant, version) or [float("nan")])
+                times = f" ({median / floor:.2f}×)" if floor and variant != "floor" else ""
+                cells.append(f"{median:.1f}{times}")
+            if ratio:
+                ours, dqx = runs(dataset, "foodtaster", version), runs(dataset, "dqx", version)
+                paired = statistics.median(a / b for a, b in zip(ours, dqx, strict=True))
+                cells += [f"{statistics.median(ours) / statistics.median(dqx):.2f}", f"{paired:.2f}"]
+            lines.append(f"| {dataset} | {version} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -314,18 +314,21 @@ def run_checks(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     return {}
 
 
-def run_keyed(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
-    """`run_checks`, with each `message_id`'s copies compared over a window in the stage after one
+def run_keyed(spark: Any, input_path: str, out: Path, dataset: str = "orders") -> dict[str, Any]:
+    """`run_checks`, with each key's copies compared over a window in the stage after one
     shuffle by key, written once partitioned by outcome (valid, quarantined, duplicate)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    from foodtaster.contract.path import Path as FieldPath
+    from foodtaster.engine import layers, row_checks
     from foodtaster.engine.judging import unique_key
 
-    contract, flagged = checked_lines(spark, input_path)
+    contract, flagged = checked_lines(spark, input_path, dataset)
     key = str(unique_key(contract))  # a Path: Spark takes its name
-    fields = [field.name for field in contract.fields]
-    rows = flagged.select(*fields, "_source_file", "_row_id", "_failed",
+    fields = list(row_checks.message_keys(contract))  # the message's top-level keys, typed as valid/ has them
+    rows = flagged.select(*[layers.written_column(FieldPath.of(name)) for name in fields],
+                          "_source_file", "_row_id", "_failed",
                           F.when(F.col("_failed"), F.col("_raw")).alias("_raw"),
                           F.xxhash64("_raw").alias("_raw_hash"))
     by_key = Window.partitionBy(key)
@@ -461,6 +464,9 @@ def run_full_heap(spark: Any, input_path: str, out: Path, *, messages: int) -> d
 
 FRESH = ("floor", "full-no-gx", "full-gx")
 NESTED_FRESH = ("nested-floor", "nested-full-gx")
+# `keyed` alone in a fresh process, each dataset: the least a design that keeps the contract's
+# verdicts pays (`bench_peers.py`'s "bound").
+KEYED_FRESH = ("keyed", "nested-keyed")
 
 
 def fresh_runs(args: argparse.Namespace, workdir: Path, sampler: ProcessSampler) -> dict[str, dict[str, Any]]:
@@ -501,6 +507,10 @@ def run_only(args: argparse.Namespace, workdir: Path) -> int:
         run_floor(spark, str(workdir / "input"), out)
     elif args.only == "nested-floor":
         run_floor(spark, str(workdir / "nested-input"), out, read_nested_schema(workdir))
+    elif args.only in KEYED_FRESH:
+        nested = args.only == "nested-keyed"
+        run_keyed(spark, str(workdir / ("nested-input" if nested else "input")), out,
+                  NESTED if nested else "orders")
     elif args.only == "nested-full-gx":
         run_full(spark, str(workdir / "nested-input"), out, gate=True, messages=args.messages, dataset=NESTED)
     else:
@@ -854,7 +864,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--linear-messages", type=int, metavar="M",
                         help="also run full-no-gx on M messages: linear time, flat driver heap")
     # one variant, for --fresh-processes
-    parser.add_argument("--only", choices=FRESH + NESTED_FRESH, help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=FRESH + NESTED_FRESH + KEYED_FRESH, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.only:
         return run_only(args, Path(args.workdir).resolve())

@@ -93,12 +93,12 @@ def parse_conf(text: str | None) -> dict[str, str]:
 
 
 def submit_conf(python: str, deployment: str | None, task: dict[str, str] | None = None) -> dict[str, str]:
-    """The --conf of a job's spark-submit: `python` for the Python workers, the engine's JVM_CONF,
+    """The --conf of a job's spark-submit: `python` for the Python workers, the engine's `engine_conf`,
     the `deployment`'s pairs (FOODTASTER_SPARK_CONF's text), the task's own, then the parser jar.
     scripts/cds_archive.py trains the class-data-sharing archive on this same conf."""
-    from foodtaster.engine.spark import JVM_CONF, parser_jar
+    from foodtaster.engine.spark import engine_conf, parser_jar
 
-    conf = {"spark.pyspark.python": python, **JVM_CONF, **parse_conf(deployment), **(task or {})}
+    conf = {"spark.pyspark.python": python, **engine_conf(), **parse_conf(deployment), **(task or {})}
     # The strict line parser goes to the driver and every executor with the job.
     conf["spark.jars"] = ",".join(filter(None, [parser_jar(), conf.get("spark.jars")]))
     return conf

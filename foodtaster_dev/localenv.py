@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from foodtaster.engine.spark import JVM_OPTIONS
+from foodtaster.engine.spark import DEFAULT_CDS_ARCHIVE, JVM_OPTIONS, with_cds
 from foodtaster.registry import PROJECT_ROOT
 
 VENV_BIN = Path(sys.executable).parent
@@ -43,14 +43,7 @@ SMALL_JVM_OPTIONS = f"{JVM_OPTIONS} -XX:TieredStopAtLevel=1"
 # (docs/decisions/009-short-jvms-class-data-sharing-and-c1.md). Only when it exists: `make demo`,
 # `make airflow` and `make test` build it first, a plain checkout has none. A stale one
 # (Spark's jars changed since) is not used: the JVM says so in one warning line.
-CDS_ARCHIVE = PROJECT_ROOT / "build" / "spark-cds.jsa"
-
-
-def with_cds(jvm_options: str, archive: Path | None) -> str:
-    """`jvm_options`, plus the class-data-sharing archive when `archive` is a file."""
-    if archive is None or not archive.is_file():
-        return jvm_options
-    return f"{jvm_options} -XX:SharedArchiveFile={archive}".lstrip()
+CDS_ARCHIVE = DEFAULT_CDS_ARCHIVE
 
 
 def small_spark_conf(archive: Path | None = CDS_ARCHIVE, jvm_options: str = SMALL_JVM_OPTIONS) -> str:

@@ -32,6 +32,13 @@ JVM_CONF = {
 PYTHON_CALL_SITES = "spark.python.sql.dataFrameDebugging.enabled"
 # The strict line parser (jvm/), built by `make jar`; a deployment may keep it elsewhere.
 DEFAULT_JAR = Path(__file__).resolve().parents[2] / "build" / "foodtaster-jvm.jar"
+# A class-data-sharing archive of the classes the job loads (`make cds`, scripts/cds_archive.py),
+# beside the jar: a driver that maps it starts with Spark's classes parsed and verified, a fixed
+# cost every fresh job pays otherwise, at any size
+# (docs/decisions/009-short-jvms-class-data-sharing-and-c1.md). Used only where it was built: a
+# stale one (other jars, another JDK) the JVM skips with one warning line.
+CDS_ARCHIVE_ENV = "FOODTASTER_CDS_ARCHIVE"
+DEFAULT_CDS_ARCHIVE = DEFAULT_JAR.with_name("spark-cds.jsa")
 
 
 def parser_jar() -> str:
@@ -45,15 +52,37 @@ def parser_jar() -> str:
     return str(jar)
 
 
+def class_data_archive() -> Path | None:
+    """The driver's class-data-sharing archive (FOODTASTER_CDS_ARCHIVE, else the one `make cds`
+    builds) when that file exists."""
+    archive = Path(os.environ.get(CDS_ARCHIVE_ENV) or DEFAULT_CDS_ARCHIVE)
+    return archive if archive.is_file() else None
+
+
+def with_cds(jvm_options: str, archive: Path | None) -> str:
+    """`jvm_options`, plus the class-data-sharing archive when `archive` is a file."""
+    if archive is None or not archive.is_file():
+        return jvm_options
+    return f"{jvm_options} -XX:SharedArchiveFile={archive}".lstrip()
+
+
+def engine_conf() -> dict[str, str]:
+    """JVM_CONF, with the driver mapping the class-data-sharing archive when one was built; the
+    executors of a cluster may run where it is not."""
+    driver = "spark.driver.extraJavaOptions"
+    return {**JVM_CONF, driver: with_cds(JVM_CONF[driver], class_data_archive())}
+
+
 def build_session(
     app_name: str, master: str | None = None, test_mode: bool = False,
-    jvm_options: str = JVM_OPTIONS,
+    jvm_options: str | None = None,
 ) -> SparkSession:
     """A session on `master`, else spark-submit's master, else local[*].
 
     PYSPARK_PYTHON defaults to this interpreter so Python workers see pandera
     and the contracts; times are UTC so `created_at` means the same everywhere.
-    `jvm_options`: the driver's and executors' JVM options when this process starts Spark.
+    `jvm_options`: the driver's and executors' JVM options when this process starts Spark
+    (default: `engine_conf`'s).
     """
     if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
         raise RuntimeError(
@@ -83,9 +112,10 @@ def build_session(
         builder = builder.config("spark.sql.shuffle.partitions", "8")
         if not given.contains("spark.jars"):
             builder = builder.config("spark.jars", jar)
-        for key, value in JVM_CONF.items():
+        for key, value in engine_conf().items():
             if not given.contains(key):
-                builder = builder.config(key, jvm_options if key.endswith(".extraJavaOptions") else value)
+                builder = builder.config(key, value if jvm_options is None or not key.endswith(
+                    ".extraJavaOptions") else jvm_options)
     if test_mode:
         builder = builder.config("spark.ui.enabled", "false").config(
             "spark.sql.shuffle.partitions", "2"

@@ -356,6 +356,25 @@ def test_a_local_envs_jvms_map_the_class_data_sharing_archive_once_it_is_built(t
         assert options[-1] == f"-XX:SharedArchiveFile={archive}"
 
 
+def test_a_deployments_driver_maps_the_archive_where_one_was_built(tmp_path, monkeypatch):
+    """The engine's own spark-submit conf: its driver maps the class-data-sharing archive
+    (FOODTASTER_CDS_ARCHIVE, else build/'s) once the file exists, and only then; the executors,
+    which may run where it is not, keep the engine's options."""
+    from foodtaster.engine.spark import CDS_ARCHIVE_ENV, JVM_OPTIONS
+    from foodtaster_airflow.spark_submit import submit_conf
+
+    archive = tmp_path / "spark-cds.jsa"
+    monkeypatch.setenv(CDS_ARCHIVE_ENV, str(archive))
+    without = submit_conf("python3", None)
+    assert without["spark.driver.extraJavaOptions"] == JVM_OPTIONS
+    archive.write_bytes(b"an archive")
+    conf = submit_conf("python3", None)
+    assert conf["spark.driver.extraJavaOptions"].split() == [JVM_OPTIONS, f"-XX:SharedArchiveFile={archive}"]
+    assert conf["spark.executor.extraJavaOptions"] == JVM_OPTIONS
+    deployment = submit_conf("python3", "spark.driver.extraJavaOptions=-Xss4m")  # a deployment's wins
+    assert deployment["spark.driver.extraJavaOptions"] == "-Xss4m"
+
+
 def test_a_local_env_runs_airflows_own_cli(tmp_path):
     """LocalAirflow runs `airflow` through Airflow's entry point (AIRFLOW_CLI, which freezes the
     GC at exit): the arguments reach it and its output and exit code come back."""
