@@ -6,6 +6,7 @@ note (`note_run`, through the REST API), the self-pause after `disable_after` he
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from foodtaster.landing import LandingResult
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 RUN_NOTE_CHARS = 1000  # Airflow's limit for a run's note
+NOTE_TRIES = 3  # a note the API failed to store (HTTP 5xx) is sent again, 1 s then 2 s later
 
 
 def ledger(
@@ -163,7 +165,7 @@ def note_run(dataset: str, batch_id: str, dag_id: str, run_id: str, note: str,
              api: AirflowApi | None = None) -> bool:
     """Set the run's note through the REST API's official client (connection `airflow_api`):
     the task SDK cannot set it. A run never fails over its note: without the API it is only logged."""
-    from foodtaster_airflow.rest import API_CONN_ID, AirflowApi
+    from foodtaster_airflow.rest import API_CONN_ID, AirflowApi, AirflowApiError
 
     if api is None:
         conn = channels.get_connection(API_CONN_ID)
@@ -172,13 +174,21 @@ def note_run(dataset: str, batch_id: str, dag_id: str, run_id: str, note: str,
                      dataset, batch_id, API_CONN_ID, note)
             return False
         api = AirflowApi.from_connection(conn)
-    try:
-        api.set_note(dag_id, run_id, note[:RUN_NOTE_CHARS])
-    except Exception as err:  # noqa: BLE001 - the note is a courtesy, the batch is done
-        log.warning("dataset=%s batch=%s event=run_note_failed run=%s %s; note: %s",
-                    dataset, batch_id, run_id, err, note)
-        return False
-    return True
+    for attempt in range(1, NOTE_TRIES + 1):
+        try:
+            api.set_note(dag_id, run_id, note[:RUN_NOTE_CHARS])
+            return True
+        except Exception as err:  # noqa: BLE001 - the note is a courtesy, the batch is done
+            # An API that answered with a server error may answer the next time: on SQLite, a
+            # metadata database busy with the scheduler's writes fails the note's update.
+            if isinstance(err, AirflowApiError) and (err.status or 0) >= 500 and attempt < NOTE_TRIES:
+                time.sleep(attempt)
+                continue
+            log.warning("dataset=%s batch=%s event=run_note_failed run=%s %s; note: %s",
+                        dataset, batch_id, run_id, err, note)
+            return False
+    return False
+    return False
 
 
 def disable(dataset: str, dag_id: str, streak: int, config: DatasetConfig,

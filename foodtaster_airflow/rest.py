@@ -20,7 +20,11 @@ API_CONN_ID = "airflow_api"  # an HTTP connection to the api-server, with a user
 
 
 class AirflowApiError(Failed):
-    pass
+    """The API answered with an error (`status`, its HTTP status, where it answered) or not at all."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class AirflowApi:
@@ -116,11 +120,11 @@ class AirflowApi:
         except ApiException as err:
             raise AirflowApiError(
                 f"Airflow API: note on {dag_id} {run_id} -> HTTP {err.status}: "
-                f"{str(err.body)[:500]}"
+                f"{str(err.body)[:500]}", status=err.status,
             ) from None
         if response.status >= 400:
             raise AirflowApiError(f"Airflow API: note on {dag_id} {run_id} -> HTTP "
-                                  f"{response.status}: {response.data[:500]!r}")
+                                  f"{response.status}: {response.data[:500]!r}", status=response.status)
 
     def clear_task(self, dag_id: str, run_id: str, task_id: str) -> int:
         """Clear one failed task of a run, as the UI's Clear does (`POST /api/v2/dags/{dag_id}/

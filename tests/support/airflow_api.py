@@ -12,16 +12,19 @@ class FakeAirflowApi:
     """Started on entering (or `start`), shut on leaving (or `close`); `requests` holds
     (method, path, JSON body) of each request, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, failed_patches: int = 0) -> None:
+        """`failed_patches`: the first PATCHes answered with HTTP 500, as Airflow's API answers
+        when its SQLite database stays locked."""
         self.requests: list[tuple[str, str, dict]] = []
         seen = self.requests
+        failing = [failed_patches]
 
         class Handler(BaseHTTPRequestHandler):
-            def _answer(self, body: dict) -> None:
+            def _answer(self, body: dict, status: int = 200) -> None:
                 sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 seen.append((self.command, self.path, sent))
                 data = json.dumps(body).encode()
-                self.send_response(200)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -34,7 +37,11 @@ class FakeAirflowApi:
                     self._answer({"task_instances": [], "total_entries": 1})
 
             def do_PATCH(self) -> None:  # noqa: N802
-                self._answer({"note": "set"})
+                if failing[0] > 0:
+                    failing[0] -= 1
+                    self._answer({"detail": {"reason": "Database error"}}, status=500)
+                else:
+                    self._answer({"note": "set"})
 
             def log_message(self, *args) -> None:
                 pass

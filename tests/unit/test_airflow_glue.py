@@ -209,6 +209,22 @@ def test_the_run_note_is_set_on_the_run_through_the_rest_api_and_never_fails_the
                               api=AirflowApi(server.url, "admin", "admin", timeout=5))
 
 
+def test_a_run_note_the_api_failed_to_store_is_sent_again(caplog):
+    """HTTP 500 from the API (its SQLite database locked by the scheduler's writes): the note is
+    sent again, up to NOTE_TRIES times; after the last failure it is only logged."""
+    run_id = "manual__2026-11-20T00:00:00+00:00"
+    with FakeAirflowApi(failed_patches=2) as server:
+        api = AirflowApi(server.url, "admin", "admin", timeout=5)
+        assert ledger_step.note_run("orders", "20261120", "foodtaster_orders", run_id, "HELD: x", api=api)
+    assert [method for method, *_ in server.requests].count("PATCH") == 3
+    with FakeAirflowApi(failed_patches=ledger_step.NOTE_TRIES) as server:
+        api = AirflowApi(server.url, "admin", "admin", timeout=5)
+        assert not ledger_step.note_run("orders", "20261120", "foodtaster_orders", run_id, "HELD: x",
+                                        api=api)
+    assert [method for method, *_ in server.requests].count("PATCH") == ledger_step.NOTE_TRIES
+    assert "event=run_note_failed" in caplog.text and "HTTP 500" in caplog.text
+
+
 def test_a_run_note_without_an_api_fails_at_sign_in_before_importing_the_client(monkeypatch):
     """`airflow dags test` has no api-server: the note gives up without paying for the import."""
     import requests
