@@ -188,7 +188,6 @@ def note_run(dataset: str, batch_id: str, dag_id: str, run_id: str, note: str,
                         dataset, batch_id, run_id, err, note)
             return False
     return False
-    return False
 
 
 def disable(dataset: str, dag_id: str, streak: int, config: DatasetConfig,

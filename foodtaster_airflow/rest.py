@@ -78,7 +78,8 @@ class AirflowApi:
     def _check(response: requests.Response, what: str) -> None:
         if response.status_code >= 400:
             raise AirflowApiError(
-                f"Airflow API: {what} -> HTTP {response.status_code}: {response.text[:500]}"
+                f"Airflow API: {what} -> HTTP {response.status_code}: {response.text[:500]}",
+                status=response.status_code,
             )
 
     def client(self) -> Any:

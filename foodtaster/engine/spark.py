@@ -112,10 +112,12 @@ def build_session(
         builder = builder.config("spark.sql.shuffle.partitions", "8")
         if not given.contains("spark.jars"):
             builder = builder.config("spark.jars", jar)
-        for key, value in engine_conf().items():
+        conf = engine_conf()
+        if jvm_options is not None:  # the caller's options replace the engine's, archive and all
+            conf.update({key: jvm_options for key in conf if key.endswith(".extraJavaOptions")})
+        for key, value in conf.items():
             if not given.contains(key):
-                builder = builder.config(key, value if jvm_options is None or not key.endswith(
-                    ".extraJavaOptions") else jvm_options)
+                builder = builder.config(key, value)
     if test_mode:
         builder = builder.config("spark.ui.enabled", "false").config(
             "spark.sql.shuffle.partitions", "2"
