@@ -2,9 +2,9 @@
 with its gate, and DQX.
 
     .venv/bin/python bench/bench_peers.py --workdir W [--messages N] [--repeat R]
-        [--dataset orders|order_events] [--variant floor|bound|foodtaster|dqx] [--checkout DIR]
+        [--dataset orders|order_events] [--variant floor|bound|bound-gx|foodtaster|dqx] [--checkout DIR]
 
-For each dataset (`orders`, flat, and `order_events`, nested), four commands, each in a fresh
+For each dataset (`orders`, flat, and `order_events`, nested), five commands, each in a fresh
 process (its own JVM, start-up included) timed wall-clock from outside, in rounds so that a slow
 spell of the machine hits all of them:
 
@@ -13,6 +13,8 @@ spell of the machine hits all of them:
               copies of each key compared after one shuffle, one write by outcome; no line numbers,
               conversation holds, retries, accounting, state or gate. What any design that keeps the
               contract's verdicts pays at least (docs/decisions/012-speed-targets-and-their-lower-bounds.md).
+  bound-gx    `--only keyed-gx` (`nested-keyed-gx`): the bound, then the dataset's gate on the valid
+              rows it wrote, in the same process: the least the job with its gate pays.
   foodtaster  `bench_validate.py --only full-gx` (`nested-full-gx`): the job with its gate.
   dqx         `bench_dqx.py` in the peer's own venv (`make bench-dqx-venv`): the contract's rules as
               DQX checks on a lenient `from_json`, split, both sides written as Parquet.
@@ -43,11 +45,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DATASETS = {  # dataset: its input folder in W, and the --only variant of each project command
-    "orders": ("input", {"floor": "floor", "bound": "keyed", "foodtaster": "full-gx"}),
+    "orders": ("input", {"floor": "floor", "bound": "keyed", "bound-gx": "keyed-gx",
+                         "foodtaster": "full-gx"}),
     "order_events": ("nested-input", {"floor": "nested-floor", "bound": "nested-keyed",
-                                      "foodtaster": "nested-full-gx"}),
+                                      "bound-gx": "nested-keyed-gx", "foodtaster": "nested-full-gx"}),
 }
-VARIANTS = ("floor", "bound", "foodtaster", "dqx")
+VARIANTS = ("floor", "bound", "bound-gx", "foodtaster", "dqx")
 
 
 def prepare(args: argparse.Namespace) -> None:
@@ -127,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dqx-python", type=Path, default=HERE / ".venv-dqx" / "bin" / "python",
                         help="the peer's venv's python (make bench-dqx-venv)")
     parser.add_argument("--variant", choices=VARIANTS, action="append",
-                        help="one command (repeatable); default all four")
+                        help="one command (repeatable); default all five")
     parser.add_argument("--checkout", type=Path, action="append",
                         help="run the project's commands from this checkout (repeatable; default this one)")
     parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
@@ -170,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def paired(ours: list[float], theirs: list[float]) -> float:
+    """The median of the rounds' ratios: each round's runs met the same spell of the machine."""
+    return statistics.median(a / b for a, b in zip(ours, theirs, strict=True))
+
+
 def table(seconds: dict[tuple[str, str, str], list[float]], datasets: list[str], variants: list[str],
           versions: list[str]) -> str:
     """A row a dataset and Spark version: each command's median (× that version's floor), and
@@ -178,9 +186,11 @@ def table(seconds: dict[tuple[str, str, str], list[float]], datasets: list[str],
         return seconds.get((dataset, variant, "" if variant == "dqx" else version))
 
     ratio = "foodtaster" in variants and "dqx" in variants
+    bound_ratio = "bound-gx" in variants and "dqx" in variants
     lines = ["| dataset | Spark | " + " | ".join(f"{v} s" for v in variants)
-             + (" | Foodtaster / DQX | paired, median |" if ratio else " |"),
-             "|---|---|" + "---:|" * (len(variants) + (2 if ratio else 0))]
+             + (" | Foodtaster / DQX | paired, median" if ratio else "")
+             + (" | bound-gx / DQX, paired" if bound_ratio else "") + " |",
+             "|---|---|" + "---:|" * (len(variants) + (2 if ratio else 0) + bound_ratio)]
     for dataset in datasets:
         for version in versions:
             floor_runs = runs(dataset, "floor", version)
@@ -190,10 +200,13 @@ def table(seconds: dict[tuple[str, str, str], list[float]], datasets: list[str],
                 median = statistics.median(runs(dataset, variant, version) or [float("nan")])
                 times = f" ({median / floor:.2f}×)" if floor and variant != "floor" else ""
                 cells.append(f"{median:.1f}{times}")
+            dqx = runs(dataset, "dqx", version)
             if ratio:
-                ours, dqx = runs(dataset, "foodtaster", version), runs(dataset, "dqx", version)
-                paired = statistics.median(a / b for a, b in zip(ours, dqx, strict=True))
-                cells += [f"{statistics.median(ours) / statistics.median(dqx):.2f}", f"{paired:.2f}"]
+                ours = runs(dataset, "foodtaster", version)
+                medians = statistics.median(ours) / statistics.median(dqx)
+                cells += [f"{medians:.2f}", f"{paired(ours, dqx):.2f}"]
+            if bound_ratio:
+                cells.append(f"{paired(runs(dataset, 'bound-gx', version), dqx):.2f}")
             lines.append(f"| {dataset} | {version} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -314,9 +314,11 @@ def run_checks(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     return {}
 
 
-def run_keyed(spark: Any, input_path: str, out: Path, dataset: str = "orders") -> dict[str, Any]:
+def run_keyed(spark: Any, input_path: str, out: Path, dataset: str = "orders", *,
+              gate: bool = False) -> dict[str, Any]:
     """`run_checks`, with each key's copies compared over a window in the stage after one
-    shuffle by key, written once partitioned by outcome (valid, quarantined, duplicate)."""
+    shuffle by key, written once partitioned by outcome (valid, quarantined, duplicate).
+    `gate`: then the dataset's gate on the valid rows written, as the job runs it on its own."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -341,7 +343,18 @@ def run_keyed(spark: Any, input_path: str, out: Path, dataset: str = "orders") -
                .otherwise("valid"))
     judged.select(*fields, "_source_file", "_row_id", "_raw", outcome.alias("_outcome")).write.mode(
         "overwrite").partitionBy("_outcome").parquet(str(out))
-    return {}
+    if not gate:
+        return {}
+    from foodtaster.engine.gate import run_gate
+    from foodtaster.registry import get_dataset
+
+    config = get_dataset(dataset)
+    docs = str(out.with_name(out.name + "-docs"))
+    passed = run_gate(spark.read.parquet(str(out / "_outcome=valid")), config.suite_path(), config.name,
+                      "bench-keyed", BATCH_DATE, data_docs_uri=docs)["passed"]
+    # A gate that failed on a column the bound writes differently from the job would time less than the job's.
+    assert passed, f"the gate failed on the valid rows keyed wrote ({dataset})"
+    return {"gate_passed": passed}
 
 
 def keyed_outcomes(spark: Any, out: Path, expected: dict[str, int]) -> dict[str, int]:
@@ -465,8 +478,8 @@ def run_full_heap(spark: Any, input_path: str, out: Path, *, messages: int) -> d
 FRESH = ("floor", "full-no-gx", "full-gx")
 NESTED_FRESH = ("nested-floor", "nested-full-gx")
 # `keyed` alone in a fresh process, each dataset: the least a design that keeps the contract's
-# verdicts pays (`bench_peers.py`'s "bound").
-KEYED_FRESH = ("keyed", "nested-keyed")
+# verdicts pays (`bench_peers.py`'s "bound"); `-gx`, with the gate on the valid rows it wrote.
+KEYED_FRESH = ("keyed", "nested-keyed", "keyed-gx", "nested-keyed-gx")
 
 
 def fresh_runs(args: argparse.Namespace, workdir: Path, sampler: ProcessSampler) -> dict[str, dict[str, Any]]:
@@ -508,9 +521,9 @@ def run_only(args: argparse.Namespace, workdir: Path) -> int:
     elif args.only == "nested-floor":
         run_floor(spark, str(workdir / "nested-input"), out, read_nested_schema(workdir))
     elif args.only in KEYED_FRESH:
-        nested = args.only == "nested-keyed"
+        nested = args.only.startswith("nested-")
         run_keyed(spark, str(workdir / ("nested-input" if nested else "input")), out,
-                  NESTED if nested else "orders")
+                  NESTED if nested else "orders", gate=args.only.endswith("-gx"))
     elif args.only == "nested-full-gx":
         run_full(spark, str(workdir / "nested-input"), out, gate=True, messages=args.messages, dataset=NESTED)
     else:
