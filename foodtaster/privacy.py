@@ -142,6 +142,42 @@ class Masker:
         except RecursionError:
             return self.opaque(data, "nested too deep to show")
 
+    def scrub(self, text: str, raw: bytes | str | None) -> str:
+        """`text`, words about one message that are not its values (a Python check's exception),
+        with every personal value of that message (`raw`) in it replaced by the value's mask.
+        The text as it is when nothing is personal, or when `raw` is not a JSON object: its
+        personal values cannot be told."""
+        if not self.paths or raw is None:
+            return text
+        try:
+            document = json.loads(raw)
+        except (ValueError, RecursionError):
+            return text
+        if not isinstance(document, dict):
+            return text
+        masks: dict[str, str] = {}
+        for value in self._personal_leaves(Path(), document):
+            for form in {str(value), json.dumps(value, ensure_ascii=False)}:
+                masks[form] = self.mask(value)
+        # Longest first: a value that holds another (a full name, its first name) goes whole.
+        for form in sorted(masks, key=len, reverse=True):
+            text = text.replace(form, masks[form])
+        return text
+
+    def _personal_leaves(self, at: Path, value: Any) -> Iterable[Any]:
+        """The strings and numbers at or under the personal paths of a parsed message."""
+        if isinstance(value, dict):
+            if self.holds_personal(at):
+                for key, item in value.items():
+                    yield from self._personal_leaves(at.key(key), item)
+        elif isinstance(value, list):
+            if self.holds_personal(at):
+                for index, item in enumerate(value):
+                    yield from self._personal_leaves(at.index(index), item)
+        elif isinstance(value, str | int | float) and not isinstance(value, bool) and str(value) \
+                and self.is_personal(at):
+            yield value
+
     def opaque(self, data: bytes, why: str) -> str:
         """A line nothing can be told of: its length, a keyed hash and why."""
         return f"‹not shown: {len(data)} bytes, {why}, #{self.digest(data)}›"

@@ -30,6 +30,7 @@ from foodtaster.contract.model import Contract
 from foodtaster.engine import guard, inputs, judging, layers, listed, python_checks
 from foodtaster.errors import Failed
 from foodtaster.logs import BatchLogger
+from foodtaster.privacy import Masker
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake
 from foodtaster.state.poison import PoisonList, Seen, fingerprint
@@ -135,7 +136,8 @@ def _raised(traceback: str) -> DataCrash | None:
 Log = Callable[..., None]
 
 
-def isolate(lines: DataFrame, judge: Callable[[DataFrame], Any], limit: int, log: Log) -> list[Isolated]:
+def isolate(lines: DataFrame, judge: Callable[[DataFrame], Any], limit: int, log: Log,
+            masker: Masker | None = None) -> list[Isolated]:
     """Up to `limit` messages of `lines` (a batch's numbered lines: `_raw`, `_source_file`,
     `_line_number`) on which `judge` (the one pass, run to the end) crashes on its own.
 
@@ -147,7 +149,8 @@ def isolate(lines: DataFrame, judge: Callable[[DataFrame], Any], limit: int, log
     (died, timed out, ran out of memory) is run alone once more and must end again, as the
     machine can end a process too. A crash no one line reproduces (only rows
     together crash the check, or a death that does not come again) raises NotIsolated; an
-    error `data_crash` does not take for the data's is re-raised.
+    error `data_crash` does not take for the data's is re-raised. With `masker`, a message's
+    personal values are masked in what its crash says (`Masker.scrub`), as kept and logged.
     """
     files = [r[0] for r in lines.select("_source_file").distinct().orderBy("_source_file").collect()]
     found: list[Isolated] = []
@@ -156,14 +159,14 @@ def isolate(lines: DataFrame, judge: Callable[[DataFrame], Any], limit: int, log
             break
         rows = lines.where(F.col("_source_file") == source_file).persist()
         try:
-            found += _isolate_file(rows, source_file, judge, limit - len(found), log)
+            found += _isolate_file(rows, source_file, judge, limit - len(found), log, masker)
         finally:
             rows.unpersist()
     return found
 
 
 def _isolate_file(rows: DataFrame, source_file: str, judge: Callable[[DataFrame], Any], limit: int,
-                  log: Log) -> list[Isolated]:
+                  log: Log, masker: Masker | None) -> list[Isolated]:
     low, high = rows.agg(F.min("_line_number"), F.max("_line_number")).take(1)[0]  # an aggregate: one row
     if low is None:
         return []
@@ -185,6 +188,8 @@ def _isolate_file(rows: DataFrame, source_file: str, judge: Callable[[DataFrame]
                     f"{source_file}: lines around {low} crash the check together, but no one of them "
                     "does on its own: the crash depends on several messages at once, not one"
                 )
+            raw = bytes(rows.where(F.col("_line_number") == low).select("_raw").take(1)[0]["_raw"])
+            crash = _scrubbed(crash, raw, masker)
             if crash.ended:
                 again = _crashes(rows, low, high, judge)
                 log("crash_isolation_step", file=source_file, lines=f"{low}-{high}",
@@ -195,9 +200,9 @@ def _isolate_file(rows: DataFrame, source_file: str, judge: Callable[[DataFrame]
                         "but passed the second time: not the message's doing"
                     )
                 if crash.error.endswith("CheckTimedOut") and again.ended:
-                    crash = again  # a death says more than a deadline a slow machine may miss
-            raw = rows.where(F.col("_line_number") == low).select("_raw").take(1)[0]["_raw"]
-            found.append(Isolated(source_file, low, bytes(raw), crash))
+                    # a death says more than a deadline a slow machine may miss
+                    crash = _scrubbed(again, raw, masker)
+            found.append(Isolated(source_file, low, raw, crash))
             log("crash_isolated", file=source_file, line=low, error=crash.why)
             continue
         middle = (low + high) // 2
@@ -212,6 +217,13 @@ def _isolate_file(rows: DataFrame, source_file: str, judge: Callable[[DataFrame]
             crashing.append((middle + 1, high, upper))
         crashing.append((low, middle, lower))
     return found
+
+
+def _scrubbed(crash: DataCrash, raw: bytes, masker: Masker | None) -> DataCrash:
+    """The crash as kept and logged: the message's personal values masked in its words."""
+    if masker is None:
+        return crash
+    return DataCrash(crash.error, masker.scrub(crash.message, raw))
 
 
 def _crashes(rows: DataFrame, low: int, high: int, judge: Callable[[DataFrame], Any]) -> DataCrash | None:
@@ -251,6 +263,7 @@ def run_isolating_crashes(attempt: Callable[[list[Isolated]], T], spark: SparkSe
     is: the task fails and Airflow retries it.
     """
     config = batch.config
+    personal = bool(Masker.for_dataset(config, batch.lake.root).paths)
     isolated: list[Isolated] = []
     while True:
         try:
@@ -259,12 +272,14 @@ def run_isolating_crashes(attempt: Callable[[list[Isolated]], T], spark: SparkSe
             crashed = data_crash(err)
             if crashed is None:
                 raise
+            # Before its message is found, what the crash quotes of it cannot be masked: its class alone.
+            told = crashed.error if personal else crashed.why
             found = ", ".join(f"{i.source_file} line {i.line_number}" for i in isolated) or "none"
-            log.event("crashed", error=crashed.why, isolated_so_far=len(isolated), run_id=batch.run_id)
+            log.event("crashed", error=told, isolated_so_far=len(isolated), run_id=batch.run_id)
             if len(isolated) >= config.max_crash_isolations:
                 raise TooManyCrashes(
                     f"{config.name} batch {batch.batch_id}: more than max_crash_isolations="
-                    f"{config.max_crash_isolations} messages crash the check ({crashed.why}); "
+                    f"{config.max_crash_isolations} messages crash the check ({told}); "
                     f"isolated and listed: {found}. Fix the check, or raise the bound in pipeline.yaml"
                 ) from err
             more = isolate_and_list(spark, batch, config.max_crash_isolations - len(isolated), log)
@@ -303,7 +318,8 @@ def isolate_and_list(spark: SparkSession, batch: BatchInput, limit: int, log: Ba
         typed = typed_for_checks(inputs.numbered_lines(spark, batch.input_path, config), contract,
                                  config.max_message_bytes, poison)
         found = isolate(typed, judge, limit,
-                        lambda event, **fields: log.event(event, run_id=batch.run_id, **fields))
+                        lambda event, **fields: log.event(event, run_id=batch.run_id, **fields),
+                        Masker.for_dataset(config, batch.lake.root, contract))
     finally:
         # The search's cost, found or not: what an operator weighs against a fixed check.
         log.event("crash_isolation_cost", run_id=batch.run_id, steps=steps,

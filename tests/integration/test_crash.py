@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pyspark.errors.exceptions.captured import PythonException
 
 from foodtaster.engine.crash import DataCrash, NotIsolated, data_crash, isolate
+from foodtaster.privacy import Masker
 
 
 def worker_failure(last_line: str, account: str = "") -> PythonException:
@@ -77,6 +80,25 @@ def test_isolation_halves_a_crashing_file_down_to_each_crashing_line(spark):
     assert max(judge.steps) == 64 and len(judge.steps) < 3 * 2 * 7  # a file at most, then halves
     assert sum(event == "crash_isolated" for event, _ in logged) == 3
     assert all("file" in fields for _, fields in logged)
+
+
+def test_a_crash_keeps_no_personal_value_of_its_message_in_its_why(spark):
+    email = "ann.smith@example.com"
+    rows = spark.createDataFrame(
+        [(bytearray(json.dumps({"id": n, "email": email if n == 3 else "bo@example.org"}).encode()),
+          "file:/b/a.jsonl", n) for n in range(1, 9)], "_raw binary, _source_file string, _line_number long")
+
+    def judge(frame) -> None:  # a check whose exception quotes the value it choked on
+        if any(b"ann.smith" in r._raw for r in frame.collect()):
+            raise worker_failure(f"ValueError: no route for {email} in message 3")
+
+    logged = []
+    masker = Masker.of(["email"], b"k" * 32)
+    found = isolate(rows, judge, 10, lambda event, **fields: logged.append(fields), masker)
+    assert [(i.line_number, i.crash.why) for i in found] == [
+        (3, f"ValueError: no route for {masker.mask(email)} in message 3")]
+    assert email in bytes(found[0].raw).decode()  # the quarantine keeps the exact bytes
+    assert not any(email in str(fields) for fields in logged)
 
 
 def test_isolation_stops_at_its_bound_and_refuses_a_crash_no_one_line_makes(spark):

@@ -84,6 +84,22 @@ def test_a_reason_value_text_masked_where_it_holds_anything_personal():
     assert "Bob" not in MASKER.text("data.lines", "not json: Bob Jones")
 
 
+def test_a_checks_own_words_on_a_message_lose_that_messages_personal_values():
+    raw = json.dumps(MESSAGE).encode()
+    words = ("ValueError: no route for ann.smith@example.com at {'street': '1 Elm St', 'zip': '12345'} "
+             "to Bob Jones, sku B, customer c-00001")
+    scrubbed = MASKER.scrub(words, raw)
+    for value in ("ann.smith@example.com", "1 Elm St", "12345", "Bob Jones"):
+        assert value not in scrubbed
+    assert MASKER.mask("ann.smith@example.com") in scrubbed and MASKER.mask("Bob Jones") in scrubbed
+    assert scrubbed.startswith("ValueError: no route for ‹personal: email, 21 chars, #")
+    assert scrubbed.endswith("to ‹personal: text, 9 chars, #" + MASKER.digest("Bob Jones")
+                             + "›, sku B, customer c-00001")  # what is not personal stays
+    # The words of another message, or of a line that is no JSON object, cannot be told: as they are.
+    assert MASKER.scrub(words, b"not json") == words and MASKER.scrub(words, b"[1]") == words
+    assert Masker.of([], b"").scrub(words, raw) == words
+
+
 def test_personal_paths_refused_by_name_when_they_name_no_pattern():
     assert personal_pattern("data.lines[].recipient") == "data.lines[].recipient"
     for bad, words in (("data.lines[2].recipient", "every element"), ("data..x", "empty key"), ("", "empty"),
