@@ -2,9 +2,10 @@
 with its gate, and DQX.
 
     .venv/bin/python bench/bench_peers.py --workdir W [--messages N] [--repeat R]
-        [--dataset orders|order_events] [--variant floor|bound|bound-gx|foodtaster|dqx] [--checkout DIR]
+        [--dataset orders|order_events] [--variant floor|bound|bound-gx|bound-full|foodtaster|dqx]
+        [--checkout DIR]
 
-For each dataset (`orders`, flat, and `order_events`, nested), five commands, each in a fresh
+For each dataset (`orders`, flat, and `order_events`, nested), six commands, each in a fresh
 process (its own JVM, start-up included) timed wall-clock from outside, in rounds so that a slow
 spell of the machine hits all of them:
 
@@ -15,6 +16,8 @@ spell of the machine hits all of them:
               contract's verdicts pays at least (docs/decisions/012-speed-targets-and-their-lower-bounds.md).
   bound-gx    `--only keyed-gx` (`nested-keyed-gx`): the bound, then the dataset's gate on the valid
               rows it wrote, in the same process: the least the job with its gate pays.
+  bound-full  `--only keyed-full-gx`: bound-gx with each line's number, the failed messages'
+              reasons and the conversation hold (a second window): still less than the job does.
   foodtaster  `bench_validate.py --only full-gx` (`nested-full-gx`): the job with its gate.
   dqx         `bench_dqx.py` in the peer's own venv (`make bench-dqx-venv`): the contract's rules as
               DQX checks on a lenient `from_json`, split, both sides written as Parquet.
@@ -46,11 +49,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DATASETS = {  # dataset: its input folder in W, and the --only variant of each project command
     "orders": ("input", {"floor": "floor", "bound": "keyed", "bound-gx": "keyed-gx",
-                         "foodtaster": "full-gx"}),
+                         "bound-full": "keyed-full-gx", "foodtaster": "full-gx"}),
     "order_events": ("nested-input", {"floor": "nested-floor", "bound": "nested-keyed",
-                                      "bound-gx": "nested-keyed-gx", "foodtaster": "nested-full-gx"}),
+                                      "bound-gx": "nested-keyed-gx", "bound-full": "nested-keyed-full-gx",
+                                      "foodtaster": "nested-full-gx"}),
 }
-VARIANTS = ("floor", "bound", "bound-gx", "foodtaster", "dqx")
+VARIANTS = ("floor", "bound", "bound-gx", "bound-full", "foodtaster", "dqx")
+BOUNDS = ("bound-gx", "bound-full")  # each with a column of its own / DQX, paired
 
 
 def prepare(args: argparse.Namespace) -> None:
@@ -130,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dqx-python", type=Path, default=HERE / ".venv-dqx" / "bin" / "python",
                         help="the peer's venv's python (make bench-dqx-venv)")
     parser.add_argument("--variant", choices=VARIANTS, action="append",
-                        help="one command (repeatable); default all five")
+                        help="one command (repeatable); default all six")
     parser.add_argument("--checkout", type=Path, action="append",
                         help="run the project's commands from this checkout (repeatable; default this one)")
     parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
@@ -186,11 +191,11 @@ def table(seconds: dict[tuple[str, str, str], list[float]], datasets: list[str],
         return seconds.get((dataset, variant, "" if variant == "dqx" else version))
 
     ratio = "foodtaster" in variants and "dqx" in variants
-    bound_ratio = "bound-gx" in variants and "dqx" in variants
+    bounds = [bound for bound in BOUNDS if bound in variants and "dqx" in variants]
     lines = ["| dataset | Spark | " + " | ".join(f"{v} s" for v in variants)
              + (" | Foodtaster / DQX | paired, median" if ratio else "")
-             + (" | bound-gx / DQX, paired" if bound_ratio else "") + " |",
-             "|---|---|" + "---:|" * (len(variants) + (2 if ratio else 0) + bound_ratio)]
+             + "".join(f" | {bound} / DQX, paired" for bound in bounds) + " |",
+             "|---|---|" + "---:|" * (len(variants) + (2 if ratio else 0) + len(bounds))]
     for dataset in datasets:
         for version in versions:
             floor_runs = runs(dataset, "floor", version)
@@ -205,8 +210,7 @@ def table(seconds: dict[tuple[str, str, str], list[float]], datasets: list[str],
                 ours = runs(dataset, "foodtaster", version)
                 medians = statistics.median(ours) / statistics.median(dqx)
                 cells += [f"{medians:.2f}", f"{paired(ours, dqx):.2f}"]
-            if bound_ratio:
-                cells.append(f"{paired(runs(dataset, 'bound-gx', version), dqx):.2f}")
+            cells += [f"{paired(runs(dataset, bound, version), dqx):.2f}" for bound in bounds]
             lines.append(f"| {dataset} | {version} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -357,6 +357,56 @@ def run_keyed(spark: Any, input_path: str, out: Path, dataset: str = "orders", *
     return {"gate_passed": passed}
 
 
+def run_keyed_full(spark: Any, input_path: str, out: Path, dataset: str = "orders") -> dict[str, Any]:
+    """`keyed` with what any design that keeps every verdict pays beyond it, then the gate: each
+    line's number in its file (its split's lines counted first, in a query of the text alone),
+    each failed message's reasons, the conversation hold (a second window, by group: a message
+    after its conversation's first failed one is held). Still less than a verdict needs: the
+    bytes of a quarantined message that passed are not carried, nothing is counted or recorded."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from foodtaster.contract.path import Path as FieldPath
+    from foodtaster.engine import ingest, layers, row_checks
+    from foodtaster.engine.gate import run_gate
+    from foodtaster.engine.judging import explain, unique_key
+    from foodtaster.registry import get_dataset
+
+    config = get_dataset(dataset)
+    assert config.group_by is not None and config.order_by is not None, f"{dataset}: no conversations"
+    contract, flagged = checked_lines(spark, input_path, dataset)
+    splits = ingest.split_offsets(ingest.read_lines(spark, input_path)).collect()
+    key, group, order = (str(unique_key(contract)), FieldPath.parse(config.group_by),
+                         FieldPath.parse(config.order_by))
+    fields = list(row_checks.message_keys(contract))
+    explained = explain(flagged, contract, config.max_message_bytes)
+    rows = explained.select(*[layers.written_column(FieldPath.of(name)) for name in fields],
+                            "_source_file", "_row_id", "_split_start", "_failed", "_reasons",
+                            F.when(F.col("_failed"), F.col("_raw")).alias("_raw"),
+                            F.xxhash64("_raw").alias("_raw_hash"))
+    by_key = Window.partitionBy(key)
+    by_group = Window.partitionBy(F.col(str(group)))
+    order_column = F.col(str(order))
+    judged = rows.repartition(key).select(
+        "*", F.min("_row_id").over(by_key).alias("_first_copy"),
+        (F.min("_raw_hash").over(by_key) == F.max("_raw_hash").over(by_key)).alias("_identical"),
+    ).select("*", F.min(F.when(F.col("_failed"), order_column)).over(by_group).alias("_poisoned_at"))
+    redelivery = F.col(key).isNotNull() & F.col("_identical") & (F.col("_row_id") != F.col("_first_copy"))
+    held = F.col("_poisoned_at").isNotNull() & (order_column >= F.col("_poisoned_at"))
+    outcome = (F.when(redelivery, "duplicate_dropped")
+               .when(F.col("_failed") | (F.col(key).isNotNull() & ~F.col("_identical")) | held, "quarantined")
+               .otherwise("valid"))
+    numbered = ingest.with_line_numbers(judged.select("*", outcome.alias("_outcome")), splits)
+    numbered.select(*fields, "_source_file", "_line_number", F.lit("bench-keyed-full").alias("_batch_id"),
+                    F.current_timestamp().alias("_ingested_at"), "_raw", "_reasons", "_outcome").write.mode(
+        "overwrite").partitionBy("_outcome").parquet(str(out))
+    docs = str(out.with_name(out.name + "-docs"))
+    passed = run_gate(spark.read.parquet(str(out / "_outcome=valid")), config.suite_path(), config.name,
+                      "bench-keyed-full", BATCH_DATE, data_docs_uri=docs)["passed"]
+    assert passed, f"the gate failed on the valid rows keyed-full wrote ({dataset})"
+    return {"gate_passed": passed}
+
+
 def keyed_outcomes(spark: Any, out: Path, expected: dict[str, int]) -> dict[str, int]:
     """What `run_keyed` wrote, by outcome; it must be what the batch was generated to give, or its
     time bounds nothing (counted after the runs, untimed)."""
@@ -480,6 +530,8 @@ NESTED_FRESH = ("nested-floor", "nested-full-gx")
 # `keyed` alone in a fresh process, each dataset: the least a design that keeps the contract's
 # verdicts pays (`bench_peers.py`'s "bound"); `-gx`, with the gate on the valid rows it wrote.
 KEYED_FRESH = ("keyed", "nested-keyed", "keyed-gx", "nested-keyed-gx")
+# `keyed` with line numbers, reasons and the conversation hold, then the gate (`run_keyed_full`).
+FULL_BOUND_FRESH = ("keyed-full-gx", "nested-keyed-full-gx")
 
 
 def fresh_runs(args: argparse.Namespace, workdir: Path, sampler: ProcessSampler) -> dict[str, dict[str, Any]]:
@@ -524,6 +576,10 @@ def run_only(args: argparse.Namespace, workdir: Path) -> int:
         nested = args.only.startswith("nested-")
         run_keyed(spark, str(workdir / ("nested-input" if nested else "input")), out,
                   NESTED if nested else "orders", gate=args.only.endswith("-gx"))
+    elif args.only in FULL_BOUND_FRESH:
+        nested = args.only.startswith("nested-")
+        run_keyed_full(spark, str(workdir / ("nested-input" if nested else "input")), out,
+                       NESTED if nested else "orders")
     elif args.only == "nested-full-gx":
         run_full(spark, str(workdir / "nested-input"), out, gate=True, messages=args.messages, dataset=NESTED)
     else:
@@ -877,7 +933,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--linear-messages", type=int, metavar="M",
                         help="also run full-no-gx on M messages: linear time, flat driver heap")
     # one variant, for --fresh-processes
-    parser.add_argument("--only", choices=FRESH + NESTED_FRESH + KEYED_FRESH, help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=FRESH + NESTED_FRESH + KEYED_FRESH + FULL_BOUND_FRESH,
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.only:
         return run_only(args, Path(args.workdir).resolve())
