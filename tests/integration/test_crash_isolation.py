@@ -1,5 +1,5 @@
 """Crash isolation (issue 10) on the shared SparkSession, with real files and a real lake: a
-contract whose Python check raises on `items` 13, in a batch of hundreds with a few such
+contract whose Python check raises on `items` 13, in a batch of a hundred and more with a few such
 messages (two in the halves of one file, so the bisection follows both), and a lake that
 goes away mid-run."""
 
@@ -29,9 +29,9 @@ from foodtaster_dev import sample
 DATE = "2026-11-20"
 CRASHING = "foodtaster_dev.contracts.checked:OrdersCrashing"
 FIRST, SECOND = f"orders-{DATE}-part-0000.jsonl", f"orders-{DATE}-part-0001.jsonl"
-MESSAGES = 400  # two files of 200 lines: the search halves them as it would thousands
-LATER = 130  # in the upper half of FIRST, as 40 is in its lower half
-UNLUCKY = {(FIRST, 40), (FIRST, LATER), (SECOND, 90)}
+MESSAGES = 120  # two files of 60 lines: the search halves them as it would thousands
+EARLIER, LATER = 12, 40  # in the lower and the upper half of FIRST
+UNLUCKY = {(FIRST, EARLIER), (FIRST, LATER), (SECOND, 27)}
 NATURAL_UNLUCKY = re.compile(rb'("items":\s*)13(?=\s*[,}])')
 WHY = "ValueError: no rule for 13 items: the packing table skips it"
 
@@ -120,11 +120,11 @@ def test_crashing_messages_are_isolated_listed_quarantined_and_not_isolated_agai
 
 def test_more_crashing_messages_than_the_bound_fail_the_batch_naming_those_found(spark, tmp_path):
     run = _run(tmp_path, max_crash_isolations=2)
-    with pytest.raises(TooManyCrashes, match=rf"more than max_crash_isolations=2 .*{FIRST} line 40, "
+    with pytest.raises(TooManyCrashes, match=rf"more than max_crash_isolations=2 .*{FIRST} line {EARLIER}, "
                                              rf".*{FIRST} line {LATER}"):
         run_batch(spark, run)
     entries = PoisonList(run.lake, "orders").entries()
-    assert sorted(e.first_seen.line_number for e in entries) == [40, LATER]  # they stay listed
+    assert sorted(e.first_seen.line_number for e in entries) == [EARLIER, LATER]  # they stay listed
     assert not Path(run.lake.summary("orders", run.batch_id)).exists()
 
 
