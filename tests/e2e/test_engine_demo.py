@@ -16,14 +16,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_engine_demo_prints_an_accounted_batch(tmp_path):
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run(
-        [sys.executable, "-m", "foodtaster_dev", "demo", "--lake", str(tmp_path), "--messages", "800"],
+        [sys.executable, "-m", "foodtaster_dev", "demo", "--lake", str(tmp_path), "--messages", "200"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     numbers = {k: int(re.search(rf"{k}\s+([\d,]+)", out).group(1).replace(",", ""))
                for k in ("messages", "valid", "quarantined", "duplicates dropped")}
-    assert numbers["messages"] == 800
+    assert numbers["messages"] == 200
     assert numbers["messages"] == numbers["valid"] + numbers["quarantined"] + numbers["duplicates dropped"]
     assert "top reasons" in out and "json.invalid" in out
     summary = json.loads((tmp_path / "reports/orders/20261120/summary.json").read_text())
