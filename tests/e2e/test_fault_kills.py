@@ -42,7 +42,7 @@ def _rows(spark, path: str) -> list[tuple]:
 
 def test_a_second_run_is_refused_and_a_kill_mid_swap_destroys_nothing(spark, tmp_path):
     lake = Lake(str(tmp_path / "lake"))
-    sample.generate_batch(Path(lake.inbox("orders", DATE)), messages=800, seed=4, poison_rate=0.1,
+    sample.generate_batch(Path(lake.inbox("orders", DATE)), messages=200, seed=4, poison_rate=0.1,
                           files=2, gzip_files=1, kinds=["redelivery", "nan", "bad_timestamp"])
     landed = land_batch(lake, "orders", DATE)
     first = run_batch(spark, BatchRun(config=get_dataset("orders"), input_path=landed.raw_path,
