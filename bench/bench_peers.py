@@ -2,10 +2,10 @@
 with its gate, and DQX.
 
     .venv/bin/python bench/bench_peers.py --workdir W [--messages N] [--repeat R]
-        [--dataset orders|order_events] [--variant floor|bound|bound-gx|bound-full|foodtaster|dqx]
+        [--dataset orders|order_events] [--variant floor|bound|bound-gx|bound-full|bound-bytes|foodtaster|dqx]
         [--checkout DIR]
 
-For each dataset (`orders`, flat, and `order_events`, nested), six commands, each in a fresh
+For each dataset (`orders`, flat, and `order_events`, nested), seven commands, each in a fresh
 process (its own JVM, start-up included) timed wall-clock from outside, in rounds so that a slow
 spell of the machine hits all of them:
 
@@ -18,6 +18,8 @@ spell of the machine hits all of them:
               rows it wrote, in the same process: the least the job with its gate pays.
   bound-full  `--only keyed-full-gx`: bound-gx with each line's number, the failed messages'
               reasons and the conversation hold (a second window): still less than the job does.
+  bound-bytes `--only keyed-bytes-gx`: bound-full with every message's bytes carried through
+              its shuffles, the quarantined ones written: what a one-pass design pays for them.
   foodtaster  `bench_validate.py --only full-gx` (`nested-full-gx`): the job with its gate.
   dqx         `bench_dqx.py` in the peer's own venv (`make bench-dqx-venv`): the contract's rules as
               DQX checks on a lenient `from_json`, split, both sides written as Parquet.
@@ -49,13 +51,15 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DATASETS = {  # dataset: its input folder in W, and the --only variant of each project command
     "orders": ("input", {"floor": "floor", "bound": "keyed", "bound-gx": "keyed-gx",
-                         "bound-full": "keyed-full-gx", "foodtaster": "full-gx"}),
+                         "bound-full": "keyed-full-gx", "bound-bytes": "keyed-bytes-gx",
+                         "foodtaster": "full-gx"}),
     "order_events": ("nested-input", {"floor": "nested-floor", "bound": "nested-keyed",
                                       "bound-gx": "nested-keyed-gx", "bound-full": "nested-keyed-full-gx",
+                                      "bound-bytes": "nested-keyed-bytes-gx",
                                       "foodtaster": "nested-full-gx"}),
 }
-VARIANTS = ("floor", "bound", "bound-gx", "bound-full", "foodtaster", "dqx")
-BOUNDS = ("bound-gx", "bound-full")  # each with a column of its own / DQX, paired
+VARIANTS = ("floor", "bound", "bound-gx", "bound-full", "bound-bytes", "foodtaster", "dqx")
+BOUNDS = ("bound-gx", "bound-full", "bound-bytes")  # each with a column of its own / DQX, paired
 
 
 def prepare(args: argparse.Namespace) -> None:
@@ -135,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dqx-python", type=Path, default=HERE / ".venv-dqx" / "bin" / "python",
                         help="the peer's venv's python (make bench-dqx-venv)")
     parser.add_argument("--variant", choices=VARIANTS, action="append",
-                        help="one command (repeatable); default all six")
+                        help="one command (repeatable); default all seven")
     parser.add_argument("--checkout", type=Path, action="append",
                         help="run the project's commands from this checkout (repeatable; default this one)")
     parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)

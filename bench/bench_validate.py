@@ -357,12 +357,15 @@ def run_keyed(spark: Any, input_path: str, out: Path, dataset: str = "orders", *
     return {"gate_passed": passed}
 
 
-def run_keyed_full(spark: Any, input_path: str, out: Path, dataset: str = "orders") -> dict[str, Any]:
+def run_keyed_full(spark: Any, input_path: str, out: Path, dataset: str = "orders", *,
+                   every_bytes: bool = False) -> dict[str, Any]:
     """`keyed` with what any design that keeps every verdict pays beyond it, then the gate: each
     line's number in its file (its split's lines counted first, in a query of the text alone),
     each failed message's reasons, the conversation hold (a second window, by group: a message
     after its conversation's first failed one is held). Still less than a verdict needs: the
-    bytes of a quarantined message that passed are not carried, nothing is counted or recorded."""
+    bytes of a quarantined message that passed are not carried (`every_bytes`: every message's
+    bytes are, through both shuffles, and written where quarantined), nothing is counted or
+    recorded."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -380,9 +383,9 @@ def run_keyed_full(spark: Any, input_path: str, out: Path, dataset: str = "order
                          FieldPath.parse(config.order_by))
     fields = list(row_checks.message_keys(contract))
     explained = explain(flagged, contract, config.max_message_bytes)
+    carried = F.col("_raw") if every_bytes else F.when(F.col("_failed"), F.col("_raw")).alias("_raw")
     rows = explained.select(*[layers.written_column(FieldPath.of(name)) for name in fields],
-                            "_source_file", "_row_id", "_split_start", "_failed", "_reasons",
-                            F.when(F.col("_failed"), F.col("_raw")).alias("_raw"),
+                            "_source_file", "_row_id", "_split_start", "_failed", "_reasons", carried,
                             F.xxhash64("_raw").alias("_raw_hash"))
     by_key = Window.partitionBy(key)
     by_group = Window.partitionBy(F.col(str(group)))
@@ -397,8 +400,9 @@ def run_keyed_full(spark: Any, input_path: str, out: Path, dataset: str = "order
                .when(F.col("_failed") | (F.col(key).isNotNull() & ~F.col("_identical")) | held, "quarantined")
                .otherwise("valid"))
     numbered = ingest.with_line_numbers(judged.select("*", outcome.alias("_outcome")), splits)
+    raw = F.when(F.col("_outcome") == "quarantined", F.col("_raw")).alias("_raw")
     numbered.select(*fields, "_source_file", "_line_number", F.lit("bench-keyed-full").alias("_batch_id"),
-                    F.current_timestamp().alias("_ingested_at"), "_raw", "_reasons", "_outcome").write.mode(
+                    F.current_timestamp().alias("_ingested_at"), raw, "_reasons", "_outcome").write.mode(
         "overwrite").partitionBy("_outcome").parquet(str(out))
     docs = str(out.with_name(out.name + "-docs"))
     passed = run_gate(spark.read.parquet(str(out / "_outcome=valid")), config.suite_path(), config.name,
@@ -530,8 +534,9 @@ NESTED_FRESH = ("nested-floor", "nested-full-gx")
 # `keyed` alone in a fresh process, each dataset: the least a design that keeps the contract's
 # verdicts pays (`bench_peers.py`'s "bound"); `-gx`, with the gate on the valid rows it wrote.
 KEYED_FRESH = ("keyed", "nested-keyed", "keyed-gx", "nested-keyed-gx")
-# `keyed` with line numbers, reasons and the conversation hold, then the gate (`run_keyed_full`).
-FULL_BOUND_FRESH = ("keyed-full-gx", "nested-keyed-full-gx")
+# `keyed` with line numbers, reasons and the conversation hold, then the gate (`run_keyed_full`);
+# `-bytes-`, every message's bytes carried.
+FULL_BOUND_FRESH = ("keyed-full-gx", "nested-keyed-full-gx", "keyed-bytes-gx", "nested-keyed-bytes-gx")
 
 
 def fresh_runs(args: argparse.Namespace, workdir: Path, sampler: ProcessSampler) -> dict[str, dict[str, Any]]:
@@ -579,7 +584,7 @@ def run_only(args: argparse.Namespace, workdir: Path) -> int:
     elif args.only in FULL_BOUND_FRESH:
         nested = args.only.startswith("nested-")
         run_keyed_full(spark, str(workdir / ("nested-input" if nested else "input")), out,
-                       NESTED if nested else "orders")
+                       NESTED if nested else "orders", every_bytes="-bytes-" in args.only)
     elif args.only == "nested-full-gx":
         run_full(spark, str(workdir / "nested-input"), out, gate=True, messages=args.messages, dataset=NESTED)
     else:
