@@ -1,7 +1,8 @@
 """One front-end against the other on the same messages: order_events judged by its pandera
 contract (contracts/order_events.py) or by the same rules as a JSON Schema
-(bench/contracts/order_events.schema.json), in a fresh process each, the judging and the
-valid rows' write included (what a contract changes in the job).
+(bench/contracts/order_events.schema.json), in a fresh process each (`local[2]`, a 6 GiB
+driver, as `bench_validate.py` builds it), the judging and the valid rows' write included (what
+a contract changes in the job).
 
     .venv/bin/python bench/bench_json_schema.py generate --messages 200000 --input W/in
     .venv/bin/python bench/bench_json_schema.py compare --input W/in --out W --rounds 3
@@ -80,7 +81,8 @@ def _judge(kind: str, input_dir: str, out: str) -> int:
     from foodtaster.contract.json_schema import read_json_schema
     from foodtaster.engine.ingest import read_lines
     from foodtaster.engine.judging import VALID, decide_outcomes, flag_lines, with_outcome
-    from foodtaster.engine.spark import build_session
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_validate import build_spark  # the driver's heap set as every bench sets it
 
     if kind == "pandera":
         from contracts.order_events import OrderEvents
@@ -88,7 +90,7 @@ def _judge(kind: str, input_dir: str, out: str) -> int:
         contract = read_contract(OrderEvents)
     else:
         contract = read_json_schema(SCHEMA)
-    spark = build_session(f"bench-{kind}")
+    spark = build_spark("local[2]", "6g")
     started = time.perf_counter()
     flagged = flag_lines(read_lines(spark, input_dir), contract, 1 << 20)
     decided = decide_outcomes(flagged, contract).cache()
