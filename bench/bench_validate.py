@@ -343,17 +343,21 @@ def run_keyed(spark: Any, input_path: str, out: Path, dataset: str = "orders", *
                .otherwise("valid"))
     judged.select(*fields, "_source_file", "_row_id", "_raw", outcome.alias("_outcome")).write.mode(
         "overwrite").partitionBy("_outcome").parquet(str(out))
-    if not gate:
-        return {}
+    return gate_bound(spark, out, dataset) if gate else {}
+
+
+def gate_bound(spark: Any, out: Path, dataset: str) -> dict[str, Any]:
+    """The dataset's gate on the valid rows a bound wrote under `out`, as the job runs it on its
+    own; it must pass: a gate that failed on a column the bound writes otherwise than the job
+    would time less than the job's."""
     from foodtaster.engine.gate import run_gate
     from foodtaster.registry import get_dataset
 
     config = get_dataset(dataset)
     docs = str(out.with_name(out.name + "-docs"))
     passed = run_gate(spark.read.parquet(str(out / "_outcome=valid")), config.suite_path(), config.name,
-                      "bench-keyed", BATCH_DATE, data_docs_uri=docs)["passed"]
-    # A gate that failed on a column the bound writes differently from the job would time less than the job's.
-    assert passed, f"the gate failed on the valid rows keyed wrote ({dataset})"
+                      f"bench-{out.name}", BATCH_DATE, data_docs_uri=docs)["passed"]
+    assert passed, f"the gate failed on the valid rows {out.name} wrote ({dataset})"
     return {"gate_passed": passed}
 
 
@@ -371,7 +375,6 @@ def run_keyed_full(spark: Any, input_path: str, out: Path, dataset: str = "order
 
     from foodtaster.contract.path import Path as FieldPath
     from foodtaster.engine import ingest, layers, row_checks
-    from foodtaster.engine.gate import run_gate
     from foodtaster.engine.judging import explain, unique_key
     from foodtaster.registry import get_dataset
 
@@ -404,11 +407,7 @@ def run_keyed_full(spark: Any, input_path: str, out: Path, dataset: str = "order
     numbered.select(*fields, "_source_file", "_line_number", F.lit("bench-keyed-full").alias("_batch_id"),
                     F.current_timestamp().alias("_ingested_at"), raw, "_reasons", "_outcome").write.mode(
         "overwrite").partitionBy("_outcome").parquet(str(out))
-    docs = str(out.with_name(out.name + "-docs"))
-    passed = run_gate(spark.read.parquet(str(out / "_outcome=valid")), config.suite_path(), config.name,
-                      "bench-keyed-full", BATCH_DATE, data_docs_uri=docs)["passed"]
-    assert passed, f"the gate failed on the valid rows keyed-full wrote ({dataset})"
-    return {"gate_passed": passed}
+    return gate_bound(spark, out, dataset)
 
 
 def keyed_outcomes(spark: Any, out: Path, expected: dict[str, int]) -> dict[str, int]:

@@ -263,7 +263,6 @@ def run_isolating_crashes(attempt: Callable[[list[Isolated]], T], spark: SparkSe
     is: the task fails and Airflow retries it.
     """
     config = batch.config
-    personal = bool(Masker.for_dataset(config, batch.lake.root).paths)
     isolated: list[Isolated] = []
     while True:
         try:
@@ -273,7 +272,7 @@ def run_isolating_crashes(attempt: Callable[[list[Isolated]], T], spark: SparkSe
             if crashed is None:
                 raise
             # Before its message is found, what the crash quotes of it cannot be masked: its class alone.
-            told = crashed.error if personal else crashed.why
+            told = crashed.error if Masker.for_dataset(config, batch.lake.root).paths else crashed.why
             found = ", ".join(f"{i.source_file} line {i.line_number}" for i in isolated) or "none"
             log.event("crashed", error=told, isolated_so_far=len(isolated), run_id=batch.run_id)
             if len(isolated) >= config.max_crash_isolations:
