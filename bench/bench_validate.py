@@ -319,7 +319,6 @@ def run_keyed(spark: Any, input_path: str, out: Path, dataset: str = "orders", *
     """`run_checks`, with each key's copies compared over a window in the stage after one
     shuffle by key, written once partitioned by outcome (valid, quarantined, duplicate).
     `gate`: then the dataset's gate on the valid rows written, as the job runs it on its own."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from foodtaster.contract.path import Path as FieldPath
@@ -333,17 +332,35 @@ def run_keyed(spark: Any, input_path: str, out: Path, dataset: str = "orders", *
                           "_source_file", "_row_id", "_failed",
                           F.when(F.col("_failed"), F.col("_raw")).alias("_raw"),
                           F.xxhash64("_raw").alias("_raw_hash"))
-    by_key = Window.partitionBy(key)
-    judged = rows.repartition(key).select(
-        "*", F.min("_row_id").over(by_key).alias("_first_copy"),
-        (F.min("_raw_hash").over(by_key) == F.max("_raw_hash").over(by_key)).alias("_identical"))
-    redelivery = F.col(key).isNotNull() & F.col("_identical") & (F.col("_row_id") != F.col("_first_copy"))
-    outcome = (F.when(redelivery, "duplicate_dropped")
-               .when(F.col("_failed") | (F.col(key).isNotNull() & ~F.col("_identical")), "quarantined")
-               .otherwise("valid"))
-    judged.select(*fields, "_source_file", "_row_id", "_raw", outcome.alias("_outcome")).write.mode(
+    judged = copies_compared(rows, key)
+    outcome = keyed_outcome(key).alias("_outcome")
+    judged.select(*fields, "_source_file", "_row_id", "_raw", outcome).write.mode(
         "overwrite").partitionBy("_outcome").parquet(str(out))
     return gate_bound(spark, out, dataset) if gate else {}
+
+
+def copies_compared(rows: Any, key: str) -> Any:
+    """`rows` (with `_row_id` and `_raw_hash`) shuffled once by `key`, each with its key's first
+    row id (`_first_copy`) and whether all its key's copies are byte-identical (`_identical`)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    by_key = Window.partitionBy(key)
+    return rows.repartition(key).select(
+        "*", F.min("_row_id").over(by_key).alias("_first_copy"),
+        (F.min("_raw_hash").over(by_key) == F.max("_raw_hash").over(by_key)).alias("_identical"))
+
+
+def keyed_outcome(key: str, held: Any = None) -> Any:
+    """A row's outcome from `copies_compared`: a later identical copy dropped; failed, a copy
+    that differs or `held` (a column) quarantined; else valid."""
+    from pyspark.sql import functions as F
+
+    redelivery = F.col(key).isNotNull() & F.col("_identical") & (F.col("_row_id") != F.col("_first_copy"))
+    quarantined = F.col("_failed") | (F.col(key).isNotNull() & ~F.col("_identical"))
+    if held is not None:
+        quarantined = quarantined | held
+    return F.when(redelivery, "duplicate_dropped").when(quarantined, "quarantined").otherwise("valid")
 
 
 def gate_bound(spark: Any, out: Path, dataset: str) -> dict[str, Any]:
@@ -390,19 +407,13 @@ def run_keyed_full(spark: Any, input_path: str, out: Path, dataset: str = "order
     rows = explained.select(*[layers.written_column(FieldPath.of(name)) for name in fields],
                             "_source_file", "_row_id", "_split_start", "_failed", "_reasons", carried,
                             F.xxhash64("_raw").alias("_raw_hash"))
-    by_key = Window.partitionBy(key)
     by_group = Window.partitionBy(F.col(str(group)))
     order_column = F.col(str(order))
-    judged = rows.repartition(key).select(
-        "*", F.min("_row_id").over(by_key).alias("_first_copy"),
-        (F.min("_raw_hash").over(by_key) == F.max("_raw_hash").over(by_key)).alias("_identical"),
-    ).select("*", F.min(F.when(F.col("_failed"), order_column)).over(by_group).alias("_poisoned_at"))
-    redelivery = F.col(key).isNotNull() & F.col("_identical") & (F.col("_row_id") != F.col("_first_copy"))
+    judged = copies_compared(rows, key).select(
+        "*", F.min(F.when(F.col("_failed"), order_column)).over(by_group).alias("_poisoned_at"))
     held = F.col("_poisoned_at").isNotNull() & (order_column >= F.col("_poisoned_at"))
-    outcome = (F.when(redelivery, "duplicate_dropped")
-               .when(F.col("_failed") | (F.col(key).isNotNull() & ~F.col("_identical")) | held, "quarantined")
-               .otherwise("valid"))
-    numbered = ingest.with_line_numbers(judged.select("*", outcome.alias("_outcome")), splits)
+    outcome = keyed_outcome(key, held).alias("_outcome")
+    numbered = ingest.with_line_numbers(judged.select("*", outcome), splits)
     raw = F.when(F.col("_outcome") == "quarantined", F.col("_raw")).alias("_raw")
     numbered.select(*fields, "_source_file", "_line_number", F.lit("bench-keyed-full").alias("_batch_id"),
                     F.current_timestamp().alias("_ingested_at"), raw, "_reasons", "_outcome").write.mode(

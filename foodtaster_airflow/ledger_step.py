@@ -179,14 +179,14 @@ def note_run(dataset: str, batch_id: str, dag_id: str, run_id: str, note: str,
             api.set_note(dag_id, run_id, note[:RUN_NOTE_CHARS])
             return True
         except Exception as err:  # noqa: BLE001 - the note is a courtesy, the batch is done
+            failure = err
             # An API that answered with a server error may answer the next time: on SQLite, a
             # metadata database busy with the scheduler's writes fails the note's update.
-            if isinstance(err, AirflowApiError) and (err.status or 0) >= 500 and attempt < NOTE_TRIES:
-                time.sleep(attempt)
-                continue
-            log.warning("dataset=%s batch=%s event=run_note_failed run=%s %s; note: %s",
-                        dataset, batch_id, run_id, err, note)
-            return False
+            if not (isinstance(err, AirflowApiError) and (err.status or 0) >= 500) or attempt == NOTE_TRIES:
+                break
+            time.sleep(attempt)
+    log.warning("dataset=%s batch=%s event=run_note_failed run=%s %s; note: %s",
+                dataset, batch_id, run_id, failure, note)
     return False
 
 
