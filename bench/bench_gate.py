@@ -56,10 +56,10 @@ def write_suite(folder: Path, name: str, expectations: list[dict[str, Any]], met
     return path
 
 
-def gate_run(spark: Any, staged: str, suite: Path, docs: Path, batch_id: str) -> dict[str, Any]:
+def gate_run(spark: Any, staged: list[str], suite: Path, docs: Path, batch_id: str) -> dict[str, Any]:
     from foodtaster.engine.gate import run_gate
 
-    result = run_gate(spark.read.parquet(staged), suite, "orders", batch_id, bv.BATCH_DATE,
+    result = run_gate(spark.read.parquet(*staged), suite, "orders", batch_id, bv.BATCH_DATE,
                       data_docs_uri=str(docs))
     return {"passed": result["passed"],
             "observed": {label({"type": r["expectation"], "kwargs": {"column": r["column"]}}): r["observed"]
@@ -104,14 +104,15 @@ def _bench(args: argparse.Namespace, workdir: Path) -> int:
     input_path = str(workdir / "input")
 
     started = time.perf_counter()
-    staged = _staged(out / "lake")
     stamp = workdir / "staged.params.json"
     reuse = stamp.exists() and json.loads(stamp.read_text()) == info["params"]
-    if reuse and Path(staged, "_SUCCESS").exists():
-        valid = spark.read.parquet(staged).count()
-        print(f"reusing the {valid:,} valid rows staged in {staged}", flush=True)
+    staged = _staged(out / "lake") if reuse else []
+    if staged:
+        valid = spark.read.parquet(*staged).count()
+        print(f"reusing the {valid:,} valid rows staged in {len(staged)} files", flush=True)
     else:
         valid = bv.run_full(spark, input_path, out / "lake", gate=False, messages=n)["valid"]
+        staged = _staged(out / "lake")
         stamp.write_text(json.dumps(info["params"]))
         print(f"staged {valid:,} valid rows in {time.perf_counter() - started:.1f}s (not timed)", flush=True)
     # First runs in a JVM are slower (JIT, codegen; GX's imports and renderers on its first run):
@@ -120,7 +121,7 @@ def _bench(args: argparse.Namespace, workdir: Path) -> int:
     bv.run_floor(spark, str(workdir / "warmup"), out / "warmup-floor")
     from foodtaster.engine.gate import run_gate
 
-    run_gate(spark.read.parquet(staged).limit(10_000), get_dataset("orders").suite_path(), "orders",
+    run_gate(spark.read.parquet(*staged).limit(10_000), get_dataset("orders").suite_path(), "orders",
              "bench-warmup", bv.BATCH_DATE, data_docs_uri=str(out / "warmup-docs"))
     print(f"warm-up ({warmup['params']['messages']:,} lines, 10,000 rows) in "
           f"{time.perf_counter() - started:.1f}s (not timed)", flush=True)
@@ -190,10 +191,14 @@ def _bench(args: argparse.Namespace, workdir: Path) -> int:
     return 0 if gate_ratio <= TARGET else 1
 
 
-def _staged(lake_root: Path) -> str:
+def _staged(lake_root: Path) -> list[str]:
+    """The valid files the ungated run left on its audit branch; none when there is no such run."""
     from foodtaster.state.lake import Lake
+    from foodtaster.state.tables import VALID, DatasetTables, audit_branch
 
-    return Lake(str(lake_root)).staged_valid("orders", bv.BATCH_DATE, bv.NO_GX_BATCH)
+    tables = DatasetTables(Lake(str(lake_root)), "orders")
+    found = tables.batch(VALID, bv.NO_GX_BATCH, audit_branch(bv.NO_GX_BATCH))
+    return list(found.files) if found else []
 
 
 if __name__ == "__main__":

@@ -93,8 +93,53 @@ class NatsSource:
     kind: str = "nats"
 
 
-SourceConfig = InboxSource | NatsSource
-SOURCE_KINDS: dict[str, type[SourceConfig]] = {"inbox": InboxSource, "nats": NatsSource}
+KAFKA_NAME_PATTERN = r"^[A-Za-z0-9._-]{1,249}$"  # a Kafka topic's legal name (and a group's, here)
+
+
+@dataclass(frozen=True)
+class KafkaSource:
+    """A Kafka topic read by a consumer group of the land task's own; the lake's manifests are
+    the bookmark, the group's committed offsets their mirror (`foodtaster.sources.kafka`)."""
+
+    topic: str
+    group: str  # the land task's consumer group: committed only after a batch is in the lake
+    kafka_conn_id: str = "kafka_default"  # an Airflow connection of type `kafka`: its extra is
+    # the librdkafka config (bootstrap.servers, security.protocol, sasl.*, ssl.*)
+    max_messages: int = 1_000_000  # one batch takes at most this many messages
+    max_bytes: int = 1024**3  # ... and at most this many payload bytes
+    wake_on_messages: bool = False  # an AssetWatcher on the provider's trigger wakes the DAG
+    dead_letter_topic: str | None = None  # opt-in: each quarantined message produced there
+    connect_timeout_seconds: float = 30.0  # joining the group and reaching the partitions
+    kind: str = "kafka"
+
+    def __post_init__(self) -> None:
+        for name in ("topic", "group", "kafka_conn_id"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not re.match(KAFKA_NAME_PATTERN, value):
+                raise SourceConfigError(f"kafka source: {name} must be a name of letters, digits, "
+                                        f"'.', '_' or '-', got {value!r}")
+        for name in ("max_messages", "max_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise SourceConfigError(f"kafka source: {name} must be an integer > 0, got {value!r}")
+        if not isinstance(self.wake_on_messages, bool):
+            raise SourceConfigError(f"kafka source: wake_on_messages is true or false, got "
+                                    f"{self.wake_on_messages!r}")
+        dlq = self.dead_letter_topic
+        if dlq is not None and (not isinstance(dlq, str) or not re.match(KAFKA_NAME_PATTERN, dlq)):
+            raise SourceConfigError(f"kafka source: dead_letter_topic must be a topic name, got {dlq!r}")
+        if dlq == self.topic:
+            raise SourceConfigError(f"kafka source: dead_letter_topic {dlq!r} is the topic read: "
+                                    "its poison would be landed again")
+        timeout = self.connect_timeout_seconds
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 600:
+            raise SourceConfigError(f"kafka source: connect_timeout_seconds must be seconds in (0, 600], "
+                                    f"got {timeout!r}")
+
+
+SourceConfig = InboxSource | NatsSource | KafkaSource
+SOURCE_KINDS: dict[str, type[SourceConfig]] = {"inbox": InboxSource, "nats": NatsSource,
+                                               "kafka": KafkaSource}
 
 
 def source_from_entry(dataset: str, entry: dict[str, Any] | None) -> SourceConfig:
@@ -117,6 +162,8 @@ def source_from_entry(dataset: str, entry: dict[str, Any] | None) -> SourceConfi
         return cls(**entry)
     except TypeError as err:
         raise SourceConfigError(f"dataset {dataset!r}: {kind} source: {err}") from err
+    except SourceConfigError as err:
+        raise SourceConfigError(f"dataset {dataset!r}: {err}") from err
 
 
 @dataclass(frozen=True)
@@ -132,6 +179,58 @@ class Conversation:
 
     group_by: str
     order_by: str
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Where a dataset's valid rows and quarantine are published: two Iceberg tables in a
+    catalog (docs/decisions/027-iceberg-tables-write-audit-publish.md). `catalog` is the name
+    pyiceberg's own configuration knows it by (`.pyiceberg.yaml`, `PYICEBERG_CATALOG__<NAME>__*`);
+    with none there, the embedded SQLite catalog in the lake."""
+
+    valid: str
+    quarantine: str
+    namespace: str = "foodtaster"
+    catalog: str = "foodtaster"
+
+    @classmethod
+    def named_after(cls, dataset: str, namespace: str = "foodtaster", catalog: str = "foodtaster") -> Tables:
+        return cls(valid=dataset, quarantine=f"{dataset}_quarantine", namespace=namespace, catalog=catalog)
+
+    def identifier(self, zone: str) -> str:
+        """`<namespace>.<table>` of `valid` or `quarantine`."""
+        name = {"valid": self.valid, "quarantine": self.quarantine}.get(zone)
+        if name is None:
+            raise ValueError(f"no table zone {zone!r}: valid or quarantine")
+        return f"{self.namespace}.{name}"
+
+
+TABLE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,127}$"
+
+
+def tables_from_entry(dataset: str, entry: Any, catalog: Any) -> Tables:
+    """A dataset's `tables:` (valid, quarantine names) with the registry's `catalog:` (name,
+    namespace); each name refused by name when it is not a plain lower-case identifier."""
+    where = f"dataset {dataset!r}"
+    catalog = catalog or {}
+    entry = entry or {}
+    for what, given, keys in (("catalog", catalog, {"name", "namespace"}),
+                              ("tables", entry, {"valid", "quarantine"})):
+        if not isinstance(given, dict):
+            raise RegistryError(f"{where}: {what} must be a mapping with {sorted(keys)}, got {given!r}")
+        if unknown := set(given) - keys:
+            raise RegistryError(f"{where}: unknown keys {sorted(unknown)} in {what} (known: {sorted(keys)})")
+    base = Tables.named_after(dataset, catalog.get("namespace", "foodtaster"),
+                              catalog.get("name", "foodtaster"))
+    names = Tables(valid=entry.get("valid", base.valid), quarantine=entry.get("quarantine", base.quarantine),
+                   namespace=base.namespace, catalog=base.catalog)
+    for what, value in (("catalog name", names.catalog), ("namespace", names.namespace),
+                        ("valid table", names.valid), ("quarantine table", names.quarantine)):
+        if not isinstance(value, str) or not re.match(TABLE_NAME_PATTERN, value):
+            raise RegistryError(f"{where}: {what} {value!r} must match {TABLE_NAME_PATTERN}")
+    if names.valid == names.quarantine:
+        raise RegistryError(f"{where}: the valid and quarantine tables need two names, got {names.valid!r}")
+    return names
 
 
 @dataclass(frozen=True)
@@ -173,7 +272,21 @@ class DatasetConfig:
     producer: str = "producer"
     drift_page_share: float | None = None
     drift_window: int = 3
+    # The Iceberg tables its rows are published to (`Tables`), and how long `foodtaster tables
+    # maintain` keeps a published batch's tag and a snapshot no branch or tag holds.
+    tables: Tables | None = None
+    tag_retention_days: int = 90
+    snapshot_retention_days: int = 7
     registry_dir: str = ""  # the registry file's folder: a relative contract file is found there
+
+    def __post_init__(self) -> None:
+        if self.tables is None:  # a config made in code: the tables named after the dataset
+            object.__setattr__(self, "tables", Tables.named_after(self.name))
+
+    @property
+    def table_names(self) -> Tables:
+        assert self.tables is not None  # set in __post_init__
+        return self.tables
 
     @property
     def producer_path(self) -> ContractPath:
@@ -269,6 +382,7 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
         slack_conn_id=alerts.get("slack_conn_id", "slack_default"),
     )
     merged["source"] = source_from_entry(name, entry.get("source"))
+    merged["tables"] = tables_from_entry(name, entry.get("tables"), merged.pop("catalog", None))
     known = set(DatasetConfig.__dataclass_fields__) - {"registry_dir"}
     unknown = set(merged) - known
     if unknown:
@@ -311,6 +425,10 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
         raise RegistryError(f"dataset {name!r}: python_check_memory_mb must be an integer >= 64, "
                             f"got {memory!r}")
     _check_drift(config)
+    for days in ("tag_retention_days", "snapshot_retention_days"):
+        value = getattr(config, days)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise RegistryError(f"dataset {name!r}: {days} must be an integer >= 1, got {value!r}")
     return config
 
 
@@ -347,6 +465,13 @@ def load_registry(path: str | Path | None = None) -> dict[str, DatasetConfig]:
     folder = str(path.resolve().parent)
     return {name: _dataset_from_entry(name, entry or {}, defaults, folder)
             for name, entry in datasets.items()}
+
+
+def tables_of(dataset: str, path: str | Path | None = None) -> Tables:
+    """A dataset's tables as the registry names them; named after the dataset when the registry
+    does not list it (a dataset configured in code, as the tests and the benchmark do)."""
+    found = load_registry(path).get(dataset)
+    return found.table_names if found is not None else Tables.named_after(dataset)
 
 
 def get_dataset(name: str, path: str | Path | None = None) -> DatasetConfig:

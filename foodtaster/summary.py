@@ -14,6 +14,7 @@ from typing import Any
 
 from foodtaster.errors import UsageError
 from foodtaster.policy import Verdict
+from foodtaster.registry import Tables
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,38 @@ class GateResult:
 
 
 @dataclass(frozen=True)
+class BatchTables:
+    """Where a batch's rows are in the catalog: its two tables, the audit branch its valid rows
+    were judged on (that branch's snapshot) and the quarantine's snapshot; once published, main's
+    snapshot and the tag naming it (docs/decisions/027-iceberg-tables-write-audit-publish.md)."""
+
+    names: Tables
+    branch: str
+    staged_snapshot: int | None = None
+    quarantine_snapshot: int | None = None
+    published_snapshot: int | None = None
+    tag: str | None = None
+
+    @property
+    def valid(self) -> str:
+        return self.names.identifier("valid")
+
+    @property
+    def quarantine(self) -> str:
+        return self.names.identifier("quarantine")
+
+    def published_as(self, snapshot_id: int, tag: str) -> BatchTables:
+        return replace(self, published_snapshot=snapshot_id, tag=tag)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BatchTables:
+        return cls(**{**data, "names": Tables(**data["names"])})
+
+
+@dataclass(frozen=True)
 class BatchSummary:
     dataset: str
     batch_id: str
@@ -51,8 +84,9 @@ class BatchSummary:
     verdict: Verdict
     reasons: dict[str, int] = field(default_factory=dict)  # rule id -> quarantined rows, most first
     samples: list[dict[str, Any]] = field(default_factory=list)  # a few quarantined rows, escaped
-    # staged_valid, valid, quarantine, report, data_docs
+    # report, data_docs
     paths: dict[str, str | None] = field(default_factory=dict)
+    tables: BatchTables | None = None  # where its rows are in the catalog
     listed: int = 0  # quarantined rows already on the poison list before this run
     crash_isolated: list[dict[str, Any]] = field(default_factory=list)  # found by this run
     contract: str | None = None
@@ -87,6 +121,7 @@ class BatchSummary:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["gate"] = asdict(self.gate)
         out["verdict"] = self.verdict.as_dict()
+        out["tables"] = self.tables.to_json() if self.tables is not None else None
         return {k: v for k, v in out.items() if v is not None}
 
     @classmethod
@@ -101,6 +136,8 @@ class BatchSummary:
         gate_known = {f.name for f in fields(GateResult)}
         values["gate"] = GateResult(**{k: v for k, v in gate.items() if k in gate_known})
         values["verdict"] = Verdict.from_json(values.get("verdict") or {})
+        if values.get("tables") is not None:
+            values["tables"] = BatchTables.from_json(values["tables"])
         return cls(**values)
 
 

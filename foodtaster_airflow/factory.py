@@ -39,12 +39,12 @@ from pathlib import Path
 from typing import Any
 
 import pendulum
-from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRule, task
+from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, CronDataIntervalTimetable, Param, TriggerRule, task
 
 from foodtaster.errors import FoodtasterError, refusal
-from foodtaster.registry import PROJECT_ROOT, DatasetConfig, RegistryError, load_registry
+from foodtaster.registry import PROJECT_ROOT, DatasetConfig, KafkaSource, RegistryError, load_registry
 from foodtaster.state.lake import BATCH_ID_PATTERN
-from foodtaster_airflow import alert_step, ledger_step, lineage, redrive_steps, run_conf, steps
+from foodtaster_airflow import alert_step, kafka_wake, ledger_step, lineage, redrive_steps, run_conf, steps
 from foodtaster_airflow.spark_submit import RetryPassOperator, ValidateBatchOperator, redrive_arguments
 
 VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
@@ -106,12 +106,16 @@ def reprocess_params() -> dict[str, Param]:
 
 
 def _schedule(config: DatasetConfig):
-    if not config.schedule:
-        return None
+    """The registry's schedule; for a Kafka source that wakes on messages, also its wake-up
+    Asset (`kafka_wake`): runs on the schedule, and when messages wait."""
     # Data intervals, not trigger times: the run of 2026-11-20 covers that day and runs
     # after it ends, so it lands `dt=2026-11-20`, as do `dags test <dag> 2026-11-20` and
     # a backfill from that date.
-    return CronDataIntervalTimetable(config.schedule, timezone="UTC")
+    timetable = CronDataIntervalTimetable(config.schedule, timezone="UTC") if config.schedule else None
+    wake = kafka_wake.wake_asset(config)
+    if wake is None:
+        return timetable
+    return [wake] if timetable is None else AssetOrTimeSchedule(timetable=timetable, assets=wake)
 
 
 def _doc_md(config: DatasetConfig) -> str:
@@ -205,7 +209,7 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
             run_conf.check(dataset, dag.dag_id, conf, reprocess=reprocess,
                            backfill=run_conf.is_backfill(context))
             date, hour = steps.run_interval(context, params, config.schedule)
-            landed = steps.land(dataset, date, hour, batch_id)
+            landed = steps.land(dataset, date, hour, batch_id, woken_at=steps.woken_at(context))
         except FoodtasterError as err:
             if not refusal(err):
                 raise
@@ -266,6 +270,15 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
 
     gate_open >> validate >> decision
     validate >> _retry_task(dataset, landed)
+    if isinstance(config.source, KafkaSource) and config.source.dead_letter_topic:
+
+        # After validate wrote the quarantine; retried while the topic cannot be written (each
+        # message is produced once whatever the retries: foodtaster.sources.dead_letters).
+        @task(task_id="dead_letters", retries=3, retry_delay=timedelta(seconds=30))
+        def dead_letters(landed: dict) -> dict:
+            return steps.dead_letters(dataset, landed)
+
+        validate >> dead_letters(landed)  # type: ignore[arg-type]
     [published, alerted] >> recorded
     verdict(recorded)  # type: ignore[arg-type]
 

@@ -5,14 +5,17 @@ When a transport is configured (`[openlineage] transport`, e.g. Marquez's HTTP A
 (`get_openlineage_facets_on_complete`) with the batch as judged, from its summary in the lake:
 
 - input: the raw batch (`raw/<dataset>`), its `dataQualityMetrics` (messages);
-- outputs: `valid/<dataset>` and `quarantine/<dataset>`, each with
-  `dataQualityMetrics` (its rows of the batch), `dataQualityAssertions` (every rule that
-  quarantined messages, failed, at its column path; each expectation of the batch gate, passed
-  or not; the batch's quarantine rate against alert_rate and hold_rate) and `foodtaster_batch`
-  (the verdict, the counts and the quarantine rate, a facet of our own).
+- outputs: the valid and quarantine Iceberg tables, each named by its location (as
+  OpenLineage names an Iceberg table) with `symlinks` (the catalog's `<namespace>.<table>`),
+  `catalog` (iceberg, the catalog's name), `version` (the snapshot this run made: the valid rows'
+  on their audit branch, or on main once published; the quarantine's), `dataQualityMetrics` (its
+  rows of the batch), `dataQualityAssertions` (every rule that quarantined messages, failed, at
+  its column path; each expectation of the batch gate, passed or not; the batch's quarantine
+  rate against alert_rate and hold_rate) and `foodtaster_batch` (the verdict, the counts and
+  the quarantine rate, a facet of our own).
 
-The publish task names `valid/<dataset>` alone, as published (or not) by this run. Without a
-transport the provider asks nothing and nothing here runs.
+The publish task names the valid table alone, at the snapshot it published. Without a transport
+the provider asks nothing and nothing here runs.
 """
 
 from __future__ import annotations
@@ -124,7 +127,8 @@ def batch_lineage(dataset: str, summary: dict[str, Any], lake_root: str, *, publ
     assertions_facet = data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
         assertions=assertions(summary, config.alert_rate, config.hold_rate))
     rows = {"valid": batch.valid, "quarantine": batch.quarantined}
-    outputs = [OutputDataset(namespace=namespace, name=f"{root}/{zone}/{dataset}", facets={
+    outputs = [OutputDataset(*_table_name(dataset, zone, lake_root), facets={
+        **_table_facets(summary, zone),
         "dataQualityMetrics": data_quality_metrics_dataset.DataQualityMetricsDatasetFacet(
             columnMetrics={}, rowCount=rows[zone]),
         # the spec types it an input facet; the checks are the outputs' too, so they carry it
@@ -135,6 +139,42 @@ def batch_lineage(dataset: str, summary: dict[str, Any], lake_root: str, *, publ
             columnMetrics={}, rowCount=batch.messages),
         "dataQualityAssertions": assertions_facet})
     return OperatorLineage(inputs=[raw], outputs=outputs)
+
+
+def _table_name(dataset: str, zone: str, lake_root: str) -> tuple[str, str]:
+    """An Iceberg table as OpenLineage names it: the namespace and path of its location."""
+    from foodtaster.state.tables import DatasetTables
+
+    table = DatasetTables(Lake(lake_root), dataset).load(zone)
+    if table is None:  # not made yet: the zone's place in the lake
+        namespace, root = namespace_and_root(lake_root)
+        return namespace, f"{root}/{zone}/{dataset}"
+    return namespace_and_root(table.location())
+
+
+def _table_facets(summary: dict[str, Any], zone: str) -> dict[str, Any]:
+    """`symlinks` (the catalog's name of the table), `catalog` and `version` (the snapshot this run
+    made), from the summary's tables."""
+    from openlineage.client.generated.catalog_dataset import CatalogDatasetFacet
+    from openlineage.client.generated.dataset_version_dataset import DatasetVersionDatasetFacet
+    from openlineage.client.generated.symlinks_dataset import Identifier, SymlinksDatasetFacet
+
+    from foodtaster.summary import BatchTables
+
+    if not summary.get("tables"):
+        return {}
+    tables = BatchTables.from_json(summary["tables"])
+    identifier = tables.names.identifier(zone)
+    snapshot = (tables.quarantine_snapshot if zone == "quarantine"
+                else tables.published_snapshot or tables.staged_snapshot)
+    facets: dict[str, Any] = {
+        "symlinks": SymlinksDatasetFacet(identifiers=[
+            Identifier(namespace=f"iceberg://{tables.names.catalog}", name=identifier, type="TABLE")]),
+        "catalog": CatalogDatasetFacet(framework="iceberg", type="iceberg", name=tables.names.catalog),
+    }
+    if snapshot is not None:
+        facets["version"] = DatasetVersionDatasetFacet(datasetVersion=str(snapshot))
+    return facets
 
 
 def _landed_summary(task_instance: Any, dataset: str) -> tuple[dict[str, Any], str] | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from foodtaster.lake_paths import relative_to_lake
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow.ledger_step import show_release
 from foodtaster_airflow.steps import PipelineError, lake_from_env
@@ -102,7 +101,8 @@ def release(dataset: str, planned: dict[str, Any], outlet_event: Any) -> dict[st
         raise AirflowSkipException("no batch to release")
     done = release_batch(Lake(planned["lake"]), dataset, planned["release"], planned["why"], planned["by"])
     outlet_event.extra = {"dataset": dataset, "batch_id": done["batch_id"], "batch_date": done["batch_date"],
-                          "path": done["path"], "valid": done["valid"], "released": done["released"]}
-    log.info("dataset=%s batch=%s event=released path=%s by=%s why=%s", dataset, done["batch_id"],
-             relative_to_lake(done["path"], planned["lake"]), planned["by"], planned["why"])
+                          "table": done["table"], "snapshot_id": done["snapshot_id"], "tag": done["tag"],
+                          "valid": done["valid"], "released": done["released"]}
+    log.info("dataset=%s batch=%s event=released table=%s tag=%s by=%s why=%s", dataset, done["batch_id"],
+             done["table"], done["tag"], planned["by"], planned["why"])
     return {**outlet_event.extra, "held_run": show_release(dataset, done["batch_id"])}

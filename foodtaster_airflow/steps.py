@@ -16,13 +16,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from foodtaster.errors import Failed, NotFound
-from foodtaster.lake_paths import relative_to_lake
 from foodtaster.landing import LandingResult
 from foodtaster.registry import DatasetConfig, get_dataset, lake_root
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 
 if TYPE_CHECKING:
-    from foodtaster.summary import BatchSummary
+    from foodtaster.summary import BatchSummary, BatchTables
 
 log = logging.getLogger(__name__)
 HOURLY_SCHEDULES = {"@hourly", "0 * * * *"}
@@ -69,9 +68,11 @@ def run_interval(context: dict[str, Any], params: dict[str, Any] | None,
     return start.date().isoformat(), hour
 
 
-def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dict[str, Any]:
+def land(dataset: str, date: str, hour: int | None, batch_id: str | None,
+         woken_at: datetime | None = None) -> dict[str, Any]:
     """Land the interval's new messages from the dataset's source (inbox files, a broker), or
-    (with a batch id) the landed batch again: the landing's JSON form (`LandingResult`)."""
+    (with a batch id) the landed batch again, or (`woken_at`: a run the Kafka wake-up started)
+    a batch of its own: the landing's JSON form (`LandingResult`)."""
     from foodtaster import sources
     from foodtaster.sources.raw_batch import batch_id_for
     from foodtaster.state import ledger
@@ -82,23 +83,87 @@ def land(dataset: str, date: str, hour: int | None, batch_id: str | None) -> dic
     # A contract that cannot be read (a refused option, a remote $ref, a missing file) is refused
     # here, before anything lands, not by the validate task after.
     config.read_contract()
+    reprocess = bool(batch_id)
     if batch_id:
         date = landed_date(lake, dataset, check_batch_id(batch_id))
         hour = None
+    elif woken_at is not None:
+        date, hour, batch_id = woken_at.date().isoformat(), None, woken_batch_id(woken_at)
     # The scheduled DAG and the reprocess DAG may land one batch at once (each DAG lands one
     # at a time): the batch's lease keeps them from claiming and recording its files together.
     with batch_lease(lake, dataset, batch_id or batch_id_for(date, hour), f"land-{new_run_id()}"):
-        result = sources.land(config, lake, date, batch_id=batch_id, hour=hour)
+        result = sources.land(config, lake, date, batch_id=batch_id, hour=hour,
+                              connection=source_connection(config))
     # A dataset that paused itself runs again only when an operator unpaused its DAG.
     ledger.re_enable(lake, dataset, result.batch_id)
-    return replace(result, reprocess=bool(batch_id)).as_dict()
+    return replace(result, reprocess=reprocess).as_dict()
+
+
+def woken_at(context: dict[str, Any]) -> datetime | None:
+    """When the Kafka wake-up started this run (an Asset-triggered run has no logical date);
+    None for any other run."""
+    dag_run = context.get("dag_run")
+    if dag_run is None or str(getattr(dag_run, "run_type", "")) != "asset_triggered":
+        return None
+    return (context.get("run_after") or datetime.now(UTC)).astimezone(UTC)
+
+
+def woken_batch_id(at: datetime) -> str:
+    """A woken run's batch: `YYYYMMDDTHHMMSS` of when it was woken, one batch a wake-up (a
+    rerun of the run lands into it again)."""
+    return check_batch_id(at.astimezone(UTC).strftime("%Y%m%dT%H%M%S"))
+
+
+def source_connection(config: DatasetConfig) -> dict[str, Any] | None:
+    """A broker source's client settings from its Airflow connection, read at run time; None
+    for a source without one."""
+    from foodtaster.registry import KafkaSource
+
+    if isinstance(config.source, KafkaSource):
+        return kafka_connection(config.source.kafka_conn_id)
+    return None
+
+
+def kafka_connection(conn_id: str) -> dict[str, Any]:
+    """The extra of a connection of the Kafka provider's type: the librdkafka config. Airflow
+    masks its secret values (`sasl.password`, ...) in every log from here on."""
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from foodtaster.sources.kafka import KafkaSettingsError
+
+    try:
+        connection = BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        raise KafkaSettingsError(f"the Kafka connection {conn_id!r} is not defined: add it with conn type "
+                                 "'kafka', its extra the librdkafka config (bootstrap.servers, "
+                                 "security.protocol, sasl.*)") from None
+    if connection.conn_type != "kafka":
+        raise KafkaSettingsError(f"connection {conn_id!r} is of type {connection.conn_type!r}, not 'kafka' "
+                                 "(the Kafka provider's type, whose extra is the librdkafka config)")
+    return dict(connection.extra_dejson)
+
+
+def dead_letters(dataset: str, handed: dict[str, Any]) -> dict[str, Any]:
+    """Produce the batch's quarantined messages to its Kafka source's dead-letter topic, once
+    each (`foodtaster.sources.dead_letters`); run after validate wrote the quarantine."""
+    from foodtaster.registry import KafkaSource
+    from foodtaster.sources import dead_letters as letters
+
+    config = _config(dataset)
+    source = config.source
+    if not isinstance(source, KafkaSource):
+        raise PipelineError(f"dataset {dataset!r} has no kafka source: no dead-letter topic")
+    landed = LandingResult.from_dict(handed)
+    return letters.send(source, Lake(landed.lake), dataset, landed.batch_date, landed.batch_id,
+                        kafka_connection(source.kafka_conn_id)).as_dict()
 
 
 def landed_date(lake: Lake, dataset: str, batch_id: str) -> str:
     """The batch date of a batch that was landed before (its raw partition's folder)."""
-    from foodtaster.state.browse import partitions
+    from foodtaster.state.browse import landed_batches
 
-    landed = [(raw.batch_date, raw.batch_id) for raw in partitions(lake, "raw", dataset)]
+    landed = [(raw.batch_date, raw.batch_id) for raw in landed_batches(lake, dataset)]
     dates = sorted({day for day, landed_id in landed if landed_id == batch_id})
     if not dates:
         raise BatchNotLanded(
@@ -198,7 +263,8 @@ def top_reasons(reasons: dict[str, int], limit: int = TOP_REASONS) -> list[list[
 
 
 def publish(dataset: str, handed: dict[str, Any], outlet_event: Any) -> dict[str, Any]:
-    """Make the staged valid rows visible; the Asset event carries the counts."""
+    """Move main of the valid table to the batch's audit branch; the Asset event carries the
+    table, the snapshot, its tag and the counts."""
     from airflow.sdk.exceptions import AirflowSkipException
 
     from foodtaster.summary import Decision
@@ -206,27 +272,32 @@ def publish(dataset: str, handed: dict[str, Any], outlet_event: Any) -> dict[str
     decision = Decision.from_json(handed)
     if not decision.verdict.publish:
         raise AirflowSkipException("batch held: " + "; ".join(decision.verdict.why))
-    path = publish_judged(Lake(decision.lake), dataset, handed)
+    tables = publish_judged(Lake(decision.lake), dataset, handed)
     extra = {
         "dataset": dataset,
         "batch_id": decision.batch_id,
         "batch_date": decision.batch_date,
-        "path": path,
+        "table": tables.valid,
+        "snapshot_id": tables.published_snapshot,
+        "tag": tables.tag,
         **decision.counts,
     }
     outlet_event.extra = extra
-    log.info("dataset=%s batch=%s event=published path=%s valid=%s", dataset,
-             decision.batch_id, relative_to_lake(path, decision.lake), decision.counts["valid"])
+    log.info("dataset=%s batch=%s event=published table=%s snapshot=%s tag=%s valid=%s", dataset,
+             decision.batch_id, tables.valid, tables.published_snapshot, tables.tag,
+             decision.counts["valid"])
     return extra
 
 
-def publish_judged(lake: Lake, dataset: str, handed: dict[str, Any]) -> str:
+def publish_judged(lake: Lake, dataset: str, handed: dict[str, Any]) -> BatchTables:
     """Publish the run the gate judged (`foodtaster.state.publish.publish_judged`): the batch,
     the judged run and its summary, as the decision read_verdict passed on (its XCom) names them."""
     from foodtaster.state import publish as publishing
 
     try:
-        return publishing.publish_judged(lake, dataset, handed["batch_date"], handed["batch_id"],
-                                         handed.get("run_id"), handed["summary_path"])
-    except publishing.UnjudgedRunError as err:
+        summary = publishing.publish_judged(lake, dataset, handed["batch_id"], handed.get("run_id"),
+                                            handed["summary_path"])
+    except (publishing.UnjudgedRunError, publishing.NothingStaged) as err:
         raise PipelineError(str(err)) from err
+    assert summary.tables is not None
+    return summary.tables

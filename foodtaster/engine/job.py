@@ -10,11 +10,13 @@ One batch, in order (`judge_batch`):
 2. judge     the one pass over every message, kept (`judging.flag_lines`)
 3. count     what the whole batch says: file splits, repeated keys, failed groups (`batch_counts`)
 4. settle    the suspects alone: copies of a key, holds for a conversation (`suspects`, `judging`)
-5. write     valid and quarantine under this run's own paths
-6. account   counted from what was written; nothing is lost (`accounting`)
-7. gate      the Great Expectations suite on the written valid rows (`gate`)
+5. write     valid and quarantine files in this run's folders of the two tables (`table_writes`)
+6. account   counted from what was written, the valid files committed to the batch's audit
+             branch and counted again by its snapshot; nothing is lost (`accounting`)
+7. gate      the Great Expectations suite on the valid rows the branch holds (`gate`)
 8. decide    the verdict, once (`policy.decide`), into the summary (`foodtaster.summary`)
-9. swap in   quarantine and staged valid (the publish task, or a hand run, publishes them)
+9. commit    the quarantine to its table's main; the valid rows wait on their branch (the
+             publish task, or a hand run, publishes them: `foodtaster.state.publish`)
 10. record   the batch's state events after its data (conversations, retries, drift), then the summary
 
 Drift (`foodtaster.engine.drift`) rides step 2: the pass keeps each message's unknown paths,
@@ -25,9 +27,10 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+from pyiceberg.table import Table
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
@@ -53,15 +56,20 @@ from foodtaster.engine.judging import (
 from foodtaster.engine.masking import mask_reasons
 from foodtaster.engine.spark import keep
 from foodtaster.engine.suspects import Watch, bytes_of_failed_only, cleared, suspects, with_bytes_read_again
+from foodtaster.engine.table_writes import arrow_schema, read_files, required_fields, with_batch, write_files
 from foodtaster.logs import BatchLogger, batch_logger
 from foodtaster.policy import Facts, decide
 from foodtaster.privacy import Masker
 from foodtaster.registry import DatasetConfig
 from foodtaster.rule_ids import CRASH_ISOLATED, LISTED
 from foodtaster.state.drift import DriftLog
-from foodtaster.state.lake import Lake, fault_point, new_run_id, swap_in, write_json
+from foodtaster.state.lake import Lake, fault_point, new_run_id, write_json
 from foodtaster.state.poison import PoisonList
-from foodtaster.summary import BatchSummary, GateResult
+from foodtaster.state.publish import Committed, commit_quarantine, stage_valid
+from foodtaster.state.tables import QUARANTINE as QUARANTINE_TABLE
+from foodtaster.state.tables import VALID as VALID_TABLE
+from foodtaster.state.tables import DatasetTables, audit_branch
+from foodtaster.summary import BatchSummary, BatchTables, GateResult
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,11 @@ class _Batch:
     started: float
     masker: Masker  # what a person may read of a quarantined row (`foodtaster.privacy`)
     drift: DriftSpec | None = None  # what the pass reads for drift; None: drift not recorded
+    tables: DatasetTables = field(init=False)
     timings: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tables = DatasetTables(self.run.lake, self.run.config.name, self.run.config.table_names)
 
     def lap(self, name: str, since: float) -> float:
         now = time.perf_counter()
@@ -117,15 +129,18 @@ class _Written:
     messages: int
     duplicates_dropped: int
     ingested_at: datetime
+    staged: Committed  # the valid files on the batch's audit branch: what the gate judges
+    quarantine_files: tuple[str, ...]  # committed to the quarantine table after the gate
 
 
 def judge_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolated]) -> BatchSummary:
-    """Read, judge, write the partitions, swap them in (valid rows staged) and write the summary;
-    returns the summary. The run's caller holds the batch's lease and has landed its input;
-    `isolated` are the messages crash isolation found so far (`foodtaster.engine.run`).
+    """Read, judge, write the tables' files, commit them (valid rows on the batch's audit
+    branch, the quarantine on main) and write the summary; returns the summary. The run's caller
+    holds the batch's lease and has landed its input; `isolated` are the messages crash isolation
+    found so far (`foodtaster.engine.run`).
 
-    Rows are written under the run's own paths, counted from what was written, and swapped
-    in only when every message is accounted for. The summary is the last thing written.
+    Rows are written in the run's own folders, counted from what was written, and committed only
+    when every message is accounted for. The summary is the last thing written.
     """
     config, started = run.config, time.perf_counter()
     entries = PoisonList(run.lake, config.name).entries()
@@ -150,7 +165,7 @@ def judge_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolate
     report = None if found is None else drift.report(
         found, DriftLog(run.lake, config.name).batches(), config.drift_window)
     summary = _summarize(batch, written, gate, isolated, report)
-    return _swap_in_and_record(batch, summary, found)
+    return _commit_and_record(batch, summary, written, found)
 
 
 def _count_drift(batch: _Batch, kept: DataFrame) -> drift.BatchDrift | None:
@@ -246,12 +261,17 @@ def _split_write_and_account(spark: SparkSession, batch: _Batch, lines: DataFram
     if unread is not None:
         quarantine = quarantine.unionByName(unreadable_rows(unread, run.batch_id, ingested_at),
                                             allowMissingColumns=True)
-    valid = valid_rows(numbered(cleared(kept, watches)), contract).unionByName(
-        valid_rows(with_outcome(judged, VALID), contract))
-    run_valid, run_quarantine = _run_paths(run)
-    quarantine = mask_reasons(quarantine, batch.masker)  # every reader of a reason reads it masked
-    valid.write.mode("overwrite").parquet(run_valid)
-    quarantine.write.mode("overwrite").parquet(run_quarantine)
+    valid = with_batch(valid_rows(numbered(cleared(kept, watches)), contract).unionByName(
+        valid_rows(with_outcome(judged, VALID), contract)), run.batch_date, run.batch_id)
+    quarantine = with_batch(mask_reasons(quarantine, batch.masker), run.batch_date, run.batch_id)
+    # every reader of a reason reads it masked
+    valid_table, quarantine_table = _tables_for(batch, valid, quarantine)  # refused before any write
+    tables = batch.tables
+    run_valid = tables.run_folder(VALID_TABLE, valid_table, run.batch_date, run.batch_id, run.run_id)
+    run_quarantine = tables.run_folder(QUARANTINE_TABLE, quarantine_table, run.batch_date, run.batch_id,
+                                       run.run_id)
+    valid_files = write_files(valid, run_valid)
+    quarantine_files = write_files(quarantine, run_quarantine)
     mark = batch.lap("write_s", mark)
     fault_point("written")
 
@@ -264,14 +284,30 @@ def _split_write_and_account(spark: SparkSession, batch: _Batch, lines: DataFram
     messages = lines_read + too_large + inputs.unreadable_files(manifest)
     accounting.check_accounting(messages, valid_count, quarantined, duplicates_dropped, config.name,
                                 run.batch_id)
+    # The audit: the valid files on the batch's branch, counted again by the snapshot's summary;
+    # the gate then judges what the branch holds (step 7).
+    staged = stage_valid(tables, run.batch_id, valid_files, run.run_id)
+    accounting.check_accounting(messages, staged.rows, quarantined, duplicates_dropped, config.name,
+                                run.batch_id)
+    fault_point("staged")
     written = _Written(
-        valid=written_valid, valid_count=valid_count, quarantined=quarantined, reasons=reason_counts,
+        valid=read_files(spark, list(staged.files), like=written_valid) or written_valid,
+        valid_count=valid_count, quarantined=quarantined, reasons=reason_counts,
         samples=accounting.samples(written_quarantine, batch.masker),
         chances=extras.count(written_quarantine, run.batch_id, reason_counts),
         messages=messages, duplicates_dropped=duplicates_dropped, ingested_at=ingested_at,
+        staged=staged, quarantine_files=tuple(quarantine_files),
     )
     batch.lap("metrics_s", mark)
     return written
+
+
+def _tables_for(batch: _Batch, valid: DataFrame, quarantine: DataFrame) -> tuple[Table, Table]:
+    """The dataset's two tables, made on first use or their schemas evolved to hold these rows;
+    a contract change no reader could follow is refused here, before any file is written."""
+    required = required_fields(batch.contract)
+    return (batch.tables.ensure(VALID_TABLE, arrow_schema(valid), required),
+            batch.tables.ensure(QUARANTINE_TABLE, arrow_schema(quarantine), []))
 
 
 def _gate(batch: _Batch, valid: DataFrame) -> GateResult:
@@ -318,33 +354,34 @@ def _summarize(batch: _Batch, written: _Written, gate: GateResult,
         duplicates_dropped=written.duplicates_dropped, listed=already_listed,
         crash_isolated=[item.as_dict() for item in isolated], quarantine_rate=rate,
         reasons=written.reasons, samples=written.samples, gate=gate, **chances,
-        paths={
-            "staged_valid": lake.staged_valid(config.name, run.batch_date, run.batch_id),
-            "valid": lake.valid(config.name, run.batch_date, run.batch_id),
-            "quarantine": lake.quarantine(config.name, run.batch_date, run.batch_id),
-            "report": lake.report(config.name, run.batch_id), "data_docs": gate.data_docs,
-        },
+        paths={"report": lake.report(config.name, run.batch_id), "data_docs": gate.data_docs},
+        tables=BatchTables(names=config.table_names, branch=audit_branch(run.batch_id),
+                           staged_snapshot=written.staged.snapshot_id),
         ingested_at=written.ingested_at.isoformat(),
         finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
         verdict=decide(facts, config), drift=None if report is None else report.to_json(),
     )
 
 
-def _swap_in_and_record(batch: _Batch, summary: BatchSummary, found: drift.BatchDrift | None) -> BatchSummary:
-    """Steps 9 and 10: swap the partitions in whole (a reader sees this run's or the one
-    before, never neither), valid rows staged; record the state events, write the summary.
-    A held batch leaves an earlier publication of it in place: holding never deletes data."""
+def _commit_and_record(batch: _Batch, summary: BatchSummary, written: _Written,
+                       found: drift.BatchDrift | None) -> BatchSummary:
+    """Steps 9 and 10: commit the quarantine (one snapshot of its table replacing the batch's
+    rows; the valid rows stay on their audit branch until published), record the state events,
+    write the summary. A held batch leaves an earlier publication of it on main: holding never
+    deletes data."""
     run, config, lake = batch.run, batch.run.config, batch.run.lake
-    run_valid, run_quarantine = _run_paths(run)
-    swap_in(run_quarantine, lake.quarantine(config.name, run.batch_date, run.batch_id))
-    fault_point("quarantine_swapped")
-    swap_in(run_valid, lake.staged_valid(config.name, run.batch_date, run.batch_id))
+    committed = commit_quarantine(batch.tables, run.batch_id, written.quarantine_files, run.run_id)
+    accounting.check_accounting(summary.messages, written.staged.rows, committed.rows,
+                                summary.duplicates_dropped, config.name, run.batch_id)
+    fault_point("quarantine_committed")
     groups_open = batch.extras.record(lake, run.batch_id)  # after the data, as all state
     if found is not None:  # one event a run; the fold keeps the batch's latest (reruns count once)
         DriftLog(lake, config.name).record(found)
     batch.timings["total_s"] = time.perf_counter() - batch.started
+    assert summary.tables is not None
     summary = summary.with_changes(
         groups_open=groups_open, timings={k: round(v, 3) for k, v in batch.timings.items()},
+        tables=replace(summary.tables, quarantine_snapshot=committed.snapshot_id),
     )
     write_json(lake.summary(config.name, run.batch_id), summary.to_json())
     batch.log.event(
@@ -354,9 +391,3 @@ def _swap_in_and_record(batch: _Batch, summary: BatchSummary, found: drift.Batch
         verdict=summary.verdict.severity, run_id=run.run_id, seconds=summary.timings["total_s"],
     )
     return summary
-
-
-def _run_paths(run: BatchRun) -> tuple[str, str]:
-    """This run's own valid and quarantine folders, swapped in when the batch adds up."""
-    return (run.lake.run_output("valid", run.config.name, run.batch_date, run.batch_id, run.run_id),
-            run.lake.run_output("quarantine", run.config.name, run.batch_date, run.batch_id, run.run_id))

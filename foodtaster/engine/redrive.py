@@ -8,10 +8,10 @@ order_events' `id`). Each row's `_raw` bytes go through the same pure judging fu
 as a batch (`judging.flag_lines`, `judging.decide_outcomes`), so a redriven
 row is judged exactly as a new one would be today. Then:
 
-- rows that pass, and whose unique key is published (or staged) nowhere in
-  `valid/<dataset>/`, are written to
-  `valid/<dataset>/batch_date=<original date>/batch_id=redrive-<id>/`, each date's
-  partition swapped in whole (`lake.swap_in`), with their original lineage;
+- rows that pass, and whose unique key is in the valid table nowhere (on main, or on a held
+  batch's audit branch), are published to it as the batch `redrive-<id>` (their original
+  `batch_date` and lineage): written, committed on its audit branch, counted, and published by
+  the guarded move of main, as a batch is (`foodtaster.state.publish`);
 - rows that pass but whose message is already published are duplicates: never a second copy;
 - rows that still fail keep their status and get today's reasons in their history.
 
@@ -25,7 +25,7 @@ Public API (the retry pass of `foodtaster.engine` builds on it):
     candidates = select_quarantined(spark, lake, dataset, Selection(...))  # DataFrame
     judged = rejudge(candidates, contract, poison, max_message_bytes)      # + _outcome, reasons
     judged = mark_published(judged, published_keys(spark, lake, dataset, key, exclude=...), key)
-    written = publish_redriven(spark, lake, dataset, valid_rows, partition_id)  # {date: path}
+    written = publish_redriven(spark, lake, contract, dataset, rows, partition_id, run_id)  # {date: where}
     run_redrive(spark, RedriveRun(...)) -> report dict (the CLI, the Spark job, the DAG)
 """
 
@@ -61,18 +61,14 @@ from foodtaster.lineage import LINEAGE_KEY
 from foodtaster.logs import batch_logger
 from foodtaster.registry import DatasetConfig
 from foodtaster.state import dispositions as dispo
-from foodtaster.state.browse import Partition, partitions
-from foodtaster.state.lake import (
-    Lake,
-    check_batch_id,
-    check_date,
-    new_run_id,
-    remove_dir,
-    swap_in,
-    write_json,
-)
+from foodtaster.state.browse import batches
+from foodtaster.state.lake import Lake, check_batch_id, check_date, new_run_id, write_json
 from foodtaster.state.lease import batch_lease
 from foodtaster.state.poison import PoisonList
+from foodtaster.state.publish import publish_staged, stage_valid
+from foodtaster.state.tables import QUARANTINE as QUARANTINE_TABLE
+from foodtaster.state.tables import VALID as VALID_TABLE
+from foodtaster.state.tables import BatchFiles, DatasetTables
 
 PUBLISHED = "published"  # a row's redrive outcome: passed and published now
 # Quarantine rows whose `_raw` is not the whole message (a file that could not be read, a
@@ -116,27 +112,26 @@ class RedriveRun:
         return check_batch_id(PREFIX + self.redrive_id)
 
 
-def quarantine_partitions(lake: Lake, dataset: str, selection: Selection) -> list[Partition]:
-    """The quarantine partitions of the batches `selection` names (date range, batch)."""
-    return [p for p in partitions(lake, "quarantine", dataset)
+def quarantine_partitions(lake: Lake, dataset: str, selection: Selection) -> list[BatchFiles]:
+    """The quarantine table's batches `selection` names (date range, batch)."""
+    return [p for p in batches(lake, QUARANTINE_TABLE, dataset)
             if selection.date_from <= p.batch_date <= selection.date_to
             and (selection.batch_id is None or p.batch_id == selection.batch_id)]
 
 
 def select_quarantined(spark: SparkSession, lake: Lake, dataset: str, selection: Selection,
                        state: dispo.DispositionState | None = None,
-                       parts: list[Partition] | None = None, key: Path | None = None,
+                       parts: list[BatchFiles] | None = None, key: Path | None = None,
                        ) -> DataFrame | None:
     """The quarantined rows `selection` names that are still in quarantine (not redriven,
     duplicate or purged), with `batch_date` and `_old_rules` (their rules when quarantined).
-    None when no quarantine partition is in the range. `key` is the contract's unique key,
+    None when no quarantined batch is in the range. `key` is the contract's unique key,
     the column `selection.message_id` is a value of."""
     parts = quarantine_partitions(lake, dataset, selection) if parts is None else parts
     if not parts:
         return None
-    base = lake.zone("quarantine", dataset)
-    # mergeSchema: a partition of unreadable files alone has no contract columns
-    rows = (spark.read.option("basePath", base).option("mergeSchema", "true").parquet(*[p.uri for p in parts])
+    # mergeSchema: a batch of unreadable files alone has no contract columns
+    rows = (spark.read.option("mergeSchema", "true").parquet(*[f for p in parts for f in p.files])
             .withColumn("batch_date", F.date_format(F.col("batch_date"), "yyyy-MM-dd")))
     judgeable = ~F.exists("reasons", lambda r: r["rule"].isin(*UNJUDGEABLE_RULES)) & F.col(
         "_line_number").isNotNull()
@@ -188,23 +183,15 @@ def rejudge(rows: DataFrame, contract: Contract, poison: DataFrame | None,
 
 def published_keys(spark: SparkSession, lake: Lake, dataset: str, key: Path,
                    exclude: str | None = None) -> DataFrame | None:
-    """Every `key` value in `valid/<dataset>/`, published or staged (a held batch may be
-    released later), but the partitions of batch `exclude` (this redrive's own, on a rerun)."""
-    uris = [p.uri for p in partitions(lake, "valid", dataset) if p.batch_id != exclude]
-    uris += _staged_uris(lake, dataset)
-    if not uris:
+    """Every `key` value in the valid table, published on main or waiting on a batch's audit
+    branch (a held batch may be released later), but batch `exclude`'s (this redrive's own, on
+    a rerun)."""
+    tables = DatasetTables(lake, dataset)
+    files = [f for b in [*tables.batches(VALID_TABLE), *tables.staged_batches()] if b.batch_id != exclude
+             for f in b.files]
+    if not files:
         return None
-    return spark.read.parquet(*uris).select(written_column(key).alias("_published_key")).distinct()
-
-
-def _staged_uris(lake: Lake, dataset: str) -> list[str]:
-    import fsspec
-
-    fs, root = fsspec.core.url_to_fs(lake.zone("valid", dataset) + "/_staging")
-    if not fs.exists(root):
-        return []
-    return [fs.unstrip_protocol(p) for p in fs.glob(f"{root}/batch_date=*/batch_id=*") if fs.isdir(p)
-            and fs.glob(f"{p}/*.parquet")]
+    return spark.read.parquet(*files).select(written_column(key).alias("_published_key")).distinct()
 
 
 def mark_published(judged: DataFrame, published: DataFrame | None, key: Path | None) -> DataFrame:
@@ -217,33 +204,39 @@ def mark_published(judged: DataFrame, published: DataFrame | None, key: Path | N
     return marked.withColumn("_outcome", outcome).drop("_published_key")
 
 
-def publish_redriven(spark: SparkSession, lake: Lake, dataset: str, rows: DataFrame,
-                     partition_id: str) -> dict[str, str]:
-    """Write valid rows (`judging.valid_rows` plus `batch_date`) to one partition a date,
-    `valid/<dataset>/batch_date=<d>/batch_id=<partition_id>/`, each swapped in whole.
+def publish_redriven(spark: SparkSession, lake: Lake, contract: Contract, dataset: str, rows: DataFrame,
+                     partition_id: str, run_id: str) -> dict[str, str]:
+    """Publish valid rows (`judging.valid_rows` plus their original `batch_date`) to the valid
+    table as the batch `partition_id`: written in the run's folder, a date at a time (a file holds
+    one date, the table's partition), committed on the batch's audit branch, counted against what
+    was written, and published by the guarded move of main. A rerun with the same id replaces its
+    own rows. Returns {date: where the rows are (`<table>@<tag>`)}."""
+    from foodtaster.engine.table_writes import arrow_schema, required_fields, write_files
+    from foodtaster.state.tables import BATCH_DATE, BATCH_ID
 
-    Written first under `valid/<dataset>/_runs/<partition_id>/` (invisible to readers),
-    counted, then swapped; a rerun with the same id replaces its own partitions. Returns
-    {date: published path}."""
-    work = f"{lake.zone('valid', dataset)}/_runs/{check_batch_id(partition_id)}"
-    remove_dir(work)
-    expected = rows.groupBy("batch_date").count().collect()
+    dated = (rows.withColumn(BATCH_DATE, F.col(BATCH_DATE).cast("date"))
+             .withColumn(BATCH_ID, F.lit(partition_id)))
+    expected = {str(r["batch_date"]): r["count"] for r in dated.groupBy("batch_date").count().collect()}
     if not expected:
         return {}
-    rows.write.mode("overwrite").partitionBy("batch_date").parquet(work)
-    written: dict[str, str] = {}
-    for row in expected:
-        day = row["batch_date"]
-        folder = f"{work}/batch_date={day}"
-        count = spark.read.parquet(folder).count()
-        if count != row["count"]:
-            raise RuntimeError(f"{dataset} {partition_id}: {row['count']} rows of {day} to publish, "
-                               f"{count} written; nothing of that date was swapped in")
-        target = lake.valid(dataset, day, partition_id)
-        swap_in(folder, target)
-        written[day] = target
-    remove_dir(work)
-    return written
+    tables = DatasetTables(lake, dataset)
+    table = tables.ensure(VALID_TABLE, arrow_schema(dated), required_fields(contract))
+    files: list[str] = []
+    for day, count in sorted(expected.items()):
+        folder = tables.run_folder(VALID_TABLE, table, day, partition_id, run_id)
+        written = write_files(dated.where(F.col("batch_date") == F.lit(day).cast("date")), folder)
+        got = spark.read.parquet(*written).count() if written else 0
+        if got != count:
+            raise RuntimeError(f"{dataset} {partition_id}: {count} rows of {day} to publish, {got} written; "
+                               "nothing was published")
+        files += written
+    staged = stage_valid(tables, partition_id, files, run_id, operation="redrive")
+    if staged.rows != sum(expected.values()):
+        raise RuntimeError(f"{dataset} {partition_id}: {sum(expected.values())} rows to publish, its "
+                           f"snapshot holds {staged.rows}; nothing was published")
+    published = publish_staged(tables, partition_id, run_id)
+    where = f"{tables.identifier(VALID_TABLE)}@{published.tag}"
+    return {day: where for day in expected}
 
 
 def run_redrive(spark: SparkSession, run: RedriveRun) -> dict[str, Any]:
@@ -285,8 +278,9 @@ def run_redrive(spark: SparkSession, run: RedriveRun) -> dict[str, Any]:
             if run.dry_run:
                 return _finish(run, report, started)
             passing = judged.where(F.col("_redrive") == PUBLISHED)
-            written = publish_redriven(spark, lake, dataset, valid_rows(passing, contract, "batch_date"),
-                                       run.partition_id) if report["counts"][PUBLISHED] else {}
+            written = publish_redriven(spark, lake, contract, dataset,
+                                       valid_rows(passing, contract, "batch_date"), run.partition_id,
+                                       run.redrive_id) if report["counts"][PUBLISHED] else {}
             report["published"] = written
             _record(disposition_log, judged, run, written)
         finally:

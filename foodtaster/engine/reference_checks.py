@@ -11,13 +11,13 @@ adds one boolean a reference to the pass; `reference_checks` gives their reasons
 
 from __future__ import annotations
 
-import fsspec
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from foodtaster.contract_references import Reference
 from foodtaster.engine.reasons import Check, check
-from foodtaster.state.lake import Lake, exists
+from foodtaster.state.lake import Lake
+from foodtaster.state.tables import VALID, DatasetTables
 
 
 def reference_keys(spark: SparkSession, lake: Lake, reference: Reference) -> DataFrame | None:
@@ -31,13 +31,12 @@ def reference_keys(spark: SparkSession, lake: Lake, reference: Reference) -> Dat
 
 
 def read_published(spark: SparkSession, lake: Lake, dataset: str) -> DataFrame | None:
-    """Every published valid row of a dataset, or None when there is none yet (no partition,
-    or only staged ones: Spark skips `_staging`, and cannot read a folder with no data)."""
-    root = lake.zone("valid", dataset)
-    fs, path = fsspec.core.url_to_fs(root)
-    if not exists(root) or not fs.glob(f"{path}/batch_date=*/batch_id=*/*.parquet"):
+    """Every published valid row of a dataset (main of its valid table), or None when there is
+    none yet (no table, or no batch on main: a held batch's rows wait on its audit branch)."""
+    files = DatasetTables(lake, dataset).files(VALID)
+    if not files:
         return None
-    return spark.read.parquet(root)
+    return spark.read.option("mergeSchema", "true").parquet(*files)
 
 
 def mark_references(rows: DataFrame, keyed: list[tuple[Reference, DataFrame | None]]) -> DataFrame:

@@ -3,15 +3,15 @@
 1. Retryable rows (every reason a retryable rule, foodtaster.engine.reference_checks) that are
    due (`backoff_s * backoff_factor**attempts` after the last attempt, the first after the
    message landed) are checked again against today's referenced keys. Those that pass are
-   published as a redrive, `valid/<dataset>/batch_date=<their date>/batch_id=redrive-<id>/`,
-   with their original lineage; the others count an attempt, and after `max_attempts` are
+   published as a redrive (the valid table's batch `redrive-<id>-r`, their original date and
+   lineage); the others count an attempt, and after `max_attempts` are
    `exhausted` (reason `retry.exhausted` in the pass's summary). A row with any other
    reason is never retried.
 2. Groups whose poison messages were published later (by this pass or the redrive) or
    purged are released (foodtaster.state.groups), and their held messages published, in
    `order_by` order, as a redrive too.
 
-The quarantine partitions are never rewritten: each row's attempts, the time of its next
+The quarantine table is never rewritten: each row's attempts, the time of its next
 attempt and what published it are in the dispositions log (foodtaster.state.dispositions),
 written after the data; it is the one record a pass reads them from. A row already in
 `valid` (same lineage) is never published again.
@@ -33,8 +33,9 @@ from foodtaster.logs import batch_logger
 from foodtaster.registry import Conversation, DatasetConfig
 from foodtaster.state.dispositions import record_status
 from foodtaster.state.groups import GroupLog
-from foodtaster.state.lake import Lake, exists, new_run_id, write_json
+from foodtaster.state.lake import Lake, new_run_id, write_json
 from foodtaster.state.retries import retry_state
+from foodtaster.state.tables import QUARANTINE, DatasetTables
 
 EXHAUSTED_RULE = rule_ids.RETRY_EXHAUSTED
 
@@ -78,10 +79,11 @@ def due(rows: DataFrame, policies: dict[str, contract_references.RetryPolicy], a
 
 
 def publish_later(spark: SparkSession, lake: Lake, config: DatasetConfig, rows: DataFrame,
-                  redrive_id: str, order: list[str] | None = None) -> dict[str, str]:
+                  redrive_id: str, run_id: str, order: list[str] | None = None) -> dict[str, str]:
     """Publish quarantined rows (their typed fields and original lineage) as a redrive does
-    (`redrive.publish_redriven`: `valid/<dataset>/batch_date=<their date>/batch_id=<redrive_id>/`,
-    counted, one swap a date), in `order` within each date when given; returns date -> path."""
+    (`redrive.publish_redriven`: the valid table's batch `redrive_id`, their original dates,
+    counted, published by the guarded move of main), in `order` within each date when given;
+    returns date -> where."""
     from foodtaster.engine.judging import valid_rows
     from foodtaster.engine.layers import UNKNOWN, UNKNOWN_TYPE
     from foodtaster.engine.redrive import publish_redriven
@@ -97,7 +99,7 @@ def publish_later(spark: SparkSession, lake: Lake, config: DatasetConfig, rows: 
     part = valid_rows(dated, contract, "batch_date")
     if order:
         part = part.repartition(1).sortWithinPartitions("batch_date", *order)
-    return publish_redriven(spark, lake, config.name, part, redrive_id)
+    return publish_redriven(spark, lake, contract, config.name, part, redrive_id, run_id)
 
 
 def _contract(config: DatasetConfig) -> Contract:
@@ -119,11 +121,11 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
         "due": 0, "published": 0, "attempted": 0, "exhausted": 0, "released_poison": 0,
         "held_published": 0, "paths": {},
     }
-    quarantine_root = lake.zone("quarantine", config.name)
-    if not (policies or config.group_by) or not exists(quarantine_root):
+    files = DatasetTables(lake, config.name).files(QUARANTINE)
+    if not (policies or config.group_by) or not files:
         return summary
     state = retry_state(lake, config.name)
-    quarantine = spark.read.parquet(quarantine_root).select(
+    quarantine = spark.read.option("mergeSchema", "true").parquet(*files).select(
         "*", lineage_key().alias("_key"), F.col("batch_date").cast("string").alias("_batch_date"))
     # published later (by a pass, a redrive), duplicate, purged or given up on: left alone
     done = spark.createDataFrame([(k,) for k in state.done()] or [("",)], "_key string")
@@ -152,7 +154,7 @@ def run_retries(spark: SparkSession, config: DatasetConfig, lake: Lake, *, now: 
             out = passed.select("_key", "_batch_date").collect()
             if out:
                 keys = [r["_key"] for r in out]
-                paths = publish_later(spark, lake, config, passed, redrive_id + "-r")
+                paths = publish_later(spark, lake, config, passed, redrive_id + "-r", run_id)
                 summary["paths"].update(paths)
                 record_status(lake, config.name, "redriven", keys, by="retry", run=run_id,
                               why="its retryable rules pass now",
@@ -200,7 +202,7 @@ def _release_groups(spark: SparkSession, lake: Lake, config: DatasetConfig, conv
         free = free.join(published_keys, "_key", "left_anti")
     keys = [r["_key"] for r in free.select("_key").collect()]
     if keys:
-        written = publish_later(spark, lake, config, free, redrive_id + "-g",
+        written = publish_later(spark, lake, config, free, redrive_id + "-g", run_id,
                                 order=[conversation.group_by, conversation.order_by])
         paths.update(written)
         record_status(lake, config.name, "redriven", keys, by="group release", run=run_id,

@@ -6,8 +6,8 @@
 3. judge    the job (`job.judge_batch`: judge, write, decide), crash isolation around it
             (`crash.run_isolating_crashes`), under the lease
 4. publish  the judged run when the verdict allows, through the one publish path the DAG's
-            publish task takes too (`state.publish.publish_judged`); `publish=False` leaves
-            it to that task
+            publish task takes too (`state.publish.publish_judged`: main moved to the batch's
+            audit branch); `publish=False` leaves it to that task
 
 `spark_jobs/validate_batch.py` runs these steps with a Spark session of its own; `run_batch`
 runs them on a session given (tests, the demos, the benchmark).
@@ -26,7 +26,7 @@ from foodtaster.engine.job import BatchRun
 from foodtaster.errors import UsageError
 from foodtaster.logs import batch_logger
 from foodtaster.sources import land_hand_run
-from foodtaster.state.lake import Lake, read_json, remove_dir
+from foodtaster.state.lake import Lake
 from foodtaster.state.lease import batch_lease
 from foodtaster.state.publish import publish_judged
 from foodtaster.summary import BatchSummary
@@ -48,16 +48,12 @@ def run_batch(spark: SparkSession, run: BatchRun) -> BatchSummary:
 def claimed(run: BatchRun) -> Iterator[BatchRun]:
     """Hold the batch's lease for the block (the only place a run takes it), refuse a rerun of a
     redriven batch, and land a hand run's plain folder under the land task's limits; yields the
-    run reading its landed input. The per-run folders of earlier runs are removed first, this
-    run's on the way out: after a swap they hold only what was replaced."""
+    run reading its landed input. Files a killed run wrote and no snapshot holds are removed
+    by `foodtaster tables maintain` (`foodtaster.state.upkeep`)."""
     with batch_lease(run.lake, run.config.name, run.batch_id, run.run_id):
         check_not_redriven(run.lake, run.config.name, run.batch_id)
-        _clear_runs(run)  # what killed runs of this batch left; no other run is live
-        try:
-            yield replace(run, input_path=land_hand_run(run.lake, run.config, run.input_path,
-                                                        run.batch_id, run.batch_date))
-        finally:
-            _clear_runs(run)
+        yield replace(run, input_path=land_hand_run(run.lake, run.config, run.input_path,
+                                                    run.batch_id, run.batch_date))
 
 
 def judge_isolating_crashes(spark: SparkSession, run: BatchRun) -> BatchSummary:
@@ -74,10 +70,10 @@ def publish_if_passed(run: BatchRun, summary: BatchSummary) -> BatchSummary:
     if not (run.publish and summary.verdict.publish):
         return summary
     uri = run.lake.summary(run.config.name, run.batch_id)
-    publish_judged(run.lake, run.config.name, run.batch_date, run.batch_id, run.run_id, uri)
+    published = publish_judged(run.lake, run.config.name, run.batch_id, run.run_id, uri)
     # the file's keys are sorted; the summary in hand keeps its reasons most first
-    published = BatchSummary.from_json(read_json(uri))
-    return summary.with_changes(published=published.published, published_at=published.published_at)
+    return summary.with_changes(published=published.published, published_at=published.published_at,
+                                tables=published.tables)
 
 
 def check_not_redriven(lake: Lake, dataset: str, batch_id: str) -> None:
@@ -94,9 +90,3 @@ def check_not_redriven(lake: Lake, dataset: str, batch_id: str) -> None:
             "or found duplicate later); rerunning it would publish them twice. Redrive its "
             "remaining quarantined rows instead (`foodtaster redrive --batch ...`)"
         )
-
-
-def _clear_runs(run: BatchRun) -> None:
-    """Remove the batch's per-run folders: after a swap they hold what was replaced."""
-    for zone in ("valid", "quarantine"):
-        remove_dir(run.lake.runs(zone, run.config.name, run.batch_date, run.batch_id))

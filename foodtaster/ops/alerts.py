@@ -44,6 +44,8 @@ from foodtaster.ops.trend import producer_label, write_png
 from foodtaster.policy import Verdict
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake, write_json, write_text
+from foodtaster.state.tables import batch_tag
+from foodtaster.summary import BatchTables
 
 if TYPE_CHECKING:
     from foodtaster.ops.trend import Trend
@@ -58,11 +60,10 @@ SLACK_HEADER_CHARS = 150  # Slack's limit for a header block
 TOP_PRODUCERS = 8  # rows of the producers table
 CHART_CID = "trend"  # the chart's Content-ID: the HTML shows it as <img src="cid:trend">
 PATH_LABELS = {
-    "quarantine": "Quarantine partition",
+    "quarantine": "Quarantine table",
+    "valid": "Valid rows",
     "report": "Report",
     "data_docs": "Data Docs",
-    "valid": "Valid partition",
-    "staged_valid": "Staged valid rows (not published)",
 }
 
 
@@ -171,7 +172,7 @@ def build_batch_alert(
     blocks.extend(
         _sample_block(sample, number, len(samples), lake) for number, sample in enumerate(samples, 1)
     )
-    blocks.append(_where(_batch_paths({**(summary.get("paths") or {}), **paths}, verdict), lake))
+    blocks.append(_where(_batch_paths(summary, paths, verdict), lake))
     images = (InlineImage(CHART_CID, chart_png, f"{dataset}-trend.png"),) if chart_png else ()
     return _alert(dataset, batch_id, "batch", verdict.severity, subject, blocks, images)
 
@@ -256,7 +257,7 @@ def build_disabled_alert(
             for entry in held_batches
         )),
         Items("To re-enable", (
-            "find and stop the cause: the held batches' reports and quarantine partitions "
+            "find and stop the cause: the held batches' reports and quarantined rows "
             "show the reasons",
             f"unpause the DAG {dag_id} in the Airflow UI, or run: airflow dags unpause {dag_id}",
             "rerun the held batches' dates to publish them once their data is fixed",
@@ -278,7 +279,7 @@ def build_refusal_alert(
     blocks: list[Block] = [
         Para(f"The {task} task of a run of {dataset} refused batch {batch_id}{date} and failed at "
              "once, without retries: a retry would be refused the same way. This run validated, "
-             "published and recorded nothing of the batch; its valid and quarantine partitions "
+             "published and recorded nothing of the batch; its valid and quarantine tables "
              "are as they were."),
         Items("Why, and what to do instead", (reason,)),
     ]
@@ -372,11 +373,18 @@ def _reason_line(reason: dict[str, Any]) -> str:
     return line
 
 
-def _batch_paths(paths: dict[str, str], verdict: Verdict) -> dict[str, str]:
-    """The locations that exist once the verdict is carried out: a published batch's valid
-    partition, or a held batch's staged rows (its valid partition is never written)."""
-    gone = "staged_valid" if verdict.publish else "valid"
-    return {key: value for key, value in paths.items() if key != gone}
+def _batch_paths(summary: dict[str, Any], paths: dict[str, str], verdict: Verdict) -> dict[str, str]:
+    """Where the batch is once the verdict is carried out: its quarantine's table, its valid rows
+    on main (tagged) or, held, on their audit branch; the report and Data Docs in the lake."""
+    places = {key: value for key, value in (summary.get("paths") or {}).items() if value}
+    tables = summary.get("tables")
+    if tables:
+        written = BatchTables.from_json(tables)
+        batch_id = summary.get("batch_id")
+        places["quarantine"] = f"{written.quarantine} (batch_id = '{batch_id}')"
+        places["valid"] = (f"{written.valid} on main, tag {batch_tag(str(batch_id))}" if verdict.publish
+                           else f"{written.valid} on branch {written.branch} (not published)")
+    return {**places, **paths}
 
 
 def _where(paths: dict[str, str], lake: Lake | None = None) -> FactRows:

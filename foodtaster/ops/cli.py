@@ -15,6 +15,7 @@ from typing import Any
 
 from foodtaster.errors import UsageError
 from foodtaster.ops.cli_contract import add_contract_commands
+from foodtaster.ops.cli_tables import add_tables_commands
 from foodtaster.ops.cli_ways_out import add_way_out_commands
 from foodtaster.ops.drift import add_drift_command
 from foodtaster.ops.masked import Shown
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     add_way_out_commands(commands)
     add_contract_commands(commands)
     add_drift_command(commands)
+    add_tables_commands(commands)
 
     args = parser.parse_args(argv)
     from foodtaster.errors import Busy, FoodtasterError

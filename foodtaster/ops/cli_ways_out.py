@@ -72,7 +72,8 @@ def release_batch(args: argparse.Namespace) -> int:
     done = release(lake, dataset, args.batch, args.why, args.by or current_user())
     released = done["released"]
     print(f"released {dataset} batch {done['batch_id']} ({done['batch_date']}): {done['valid']} valid "
-          f"rows published at {done['path']}; ledger: released by {released['by']}: {released['why']}")
+          f"rows published to {done['table']} (tag {done['tag']}); ledger: released by {released['by']}: "
+          f"{released['why']}")
     return 0
 
 

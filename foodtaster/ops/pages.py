@@ -39,6 +39,7 @@ from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json
 from foodtaster.state.ledger import LedgerEntry, batch_entries
 from foodtaster.state.refusals import Refusal, refusals
+from foodtaster.summary import BatchTables
 
 __all__ = ["PageNotFound", "alert_kinds", "batch_page", "batches_page", "error_page", "in_lake", "trend_png"]
 
@@ -311,7 +312,7 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
         samples_html = (samples_intro(view, reason, source) + bar + "".join(
             sample_html(lake, view, sample, first + number) for number, sample in enumerate(shown, 1))
             + (bar if len(shown) > 3 else "")) if shown else "<p class=muted>No sample.</p>"
-    paths = summary.get("paths") or {}
+    tables = _tables(summary)
     body = (
         f"<p><a href=\"../../../\">&larr; all batches</a></p>"
         f"<h1>{_e(config.name)} batch {_e(batch_id)}</h1>"
@@ -331,10 +332,21 @@ def batch_page(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str, bat
         + f"<h2 id=samples>Quarantined messages{': ' + _e(reason) if reason else ''}</h2>"
         + access_note(show_raw)
         + samples_html
-        + (f"<p class=muted>quarantine partition: <code>{_e(in_lake(lake, paths['quarantine']))}</code> "
-           "(in the lake)</p>" if paths.get("quarantine") else "")
+        + (f"<p class=muted>quarantine table: <code>{_e(tables['quarantine'])}</code>, "
+           f"<code>batch_id = '{_e(batch_id)}'</code>; valid rows: <code>{_e(tables['valid'])}</code> "
+           f"{_e(tables['where'])}</p>" if tables else "")
     )
     return _document(f"{config.name} {batch_id}", body)
+
+
+def _tables(summary: dict[str, Any]) -> dict[str, str]:
+    """Where the batch's rows are in the catalog, as the page names them (none before tables)."""
+    if not summary.get("tables"):
+        return {}
+    written = BatchTables.from_json(summary["tables"])
+    where = (f"on main, tag {written.tag}" if summary.get("published") and written.tag
+             else f"on branch {written.branch} (not published)")
+    return {"quarantine": written.quarantine, "valid": written.valid, "where": where}
 
 
 def alert_kinds(lake: Lake, dataset: str, batch_id: str) -> list[str]:

@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", nargs="?", const=True, default=False, type=_flag,
                         help="judge and count by rule; move nothing")
     parser.add_argument("--redrive-id", type=_optional(run_id_from), default=None,
-                        help="this redrive's id (partitions batch_id=redrive-<id>); default: time+random")
+                        help="this redrive's id (its rows are batch redrive-<id>); default: time+random")
     parser.add_argument("--why", default="", help="why (the fix): recorded in the history and the ledger")
     parser.add_argument("--by", default=None, help="who redrives (default: your user name)")
     parser.add_argument("--lake", default=None, help="lake root (default: $FOODTASTER_LAKE or ./data/lake)")

@@ -1,7 +1,7 @@
 """The trend of a dataset: the quarantine rate of every batch against its thresholds.
 
 Read from the ledger (one record a batch) and, for the producers, from the
-quarantine partitions (who to call is the first question). No Spark and no
+quarantine table (who to call is the first question). No Spark and no
 Airflow: an alert task and the UI plugin import it, so matplotlib is imported
 only when a chart is drawn.
 """
@@ -154,30 +154,30 @@ def producers_ranked(lake: Lake, dataset: str, batches: Iterable[tuple[str, str]
     """Quarantined messages by producer over `batches` ((batch date, batch id) each), most
     first (ties by name); empty when the dataset's quarantine has no producer column (its
     contract has none). `producer`: the registry's path of it (`source`, `meta.service`)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.dataset as ds
 
     from foodtaster.contract.path import Path
+    from foodtaster.state.tables import QUARANTINE, DatasetTables
 
     first, *inner = Path.parse(producer).keys
 
     counts: dict[str, int] = {}
-    for batch_date, batch_id in batches:
-        fs, path = fsspec.core.url_to_fs(lake.quarantine(dataset, batch_date, batch_id))
-        if not fs.exists(path):
-            continue  # recorded, but its quarantine is gone (recalled or cleaned): nothing to count
-        parts = ds.dataset(path, filesystem=fs, format="parquet", exclude_invalid_files=True)
-        if first not in parts.schema.names:
-            continue
-        column = parts.to_table(columns=[first]).column(first)
-        try:
-            for key in inner:  # a nested producer: a field of the written struct
-                column = pc.struct_field(column, key)
-        except (KeyError, ValueError, TypeError, NotImplementedError):
-            continue  # written without it: no producer to count
-        for row in pc.value_counts(column).to_pylist():
-            name = row["values"] if row["values"] not in (None, "") else UNKNOWN_PRODUCER
-            counts[name] = counts.get(name, 0) + row["counts"]
+    tables = DatasetTables(lake, dataset)
+    if first not in tables.columns(QUARANTINE):
+        return ()
+    every = tables.read(QUARANTINE, None, [first, "batch_id"])
+    ids = every.column("batch_id")
+    wanted = pa.array(sorted({batch_id for _, batch_id in batches}), pa.string()).cast(ids.type)
+    column = every.filter(pc.is_in(ids, value_set=wanted)).column(first)
+    try:
+        for key in inner:  # a nested producer: a field of the written struct
+            column = pc.struct_field(column, key)
+    except (KeyError, ValueError, TypeError, NotImplementedError):
+        return ()  # written without it: no producer to count
+    for row in pc.value_counts(column).to_pylist():
+        name = row["values"] if row["values"] not in (None, "") else UNKNOWN_PRODUCER
+        counts[name] = counts.get(name, 0) + row["counts"]
     return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 

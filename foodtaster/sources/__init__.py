@@ -8,11 +8,13 @@ can land any batch and no message is landed into two batches.
 
 - `inbox`: producers' JSON-lines files under `inbox/<dataset>/dt=<date>/` (the default).
 - `nats`: a NATS JetStream stream drained through a durable pull consumer.
+- `kafka`: a Kafka topic read by the land task's own consumer group, committed after landing.
 
-Each is a `Source` (`InboxSource`, `StreamSource`); `source_of` picks the dataset's. What
+Each is a `Source` (`InboxSource`, `StreamSource`, `TopicSource`); `source_of` picks the dataset's. What
 both share, the batch id, the manifest and the landing's result, is in `raw_batch`; the
 inbox's line scanner in `lines`. A source's config (`source:` in pipeline.yaml) is parsed by
-the registry. A new kind (Kafka, say) is a config dataclass in
+the registry; a broker's client settings (its connection, security included) are handed in by
+the caller (the land task reads them from an Airflow connection). A new kind is a config dataclass in
 `foodtaster.registry.SOURCE_KINDS` and one module here with a `Source` that `source_of`
 returns; see the README's "Sources" section. A hand run's folder of files
 (`land_hand_run`) lands as the inbox lands its files, whatever the dataset's source.
@@ -20,11 +22,13 @@ returns; see the README's "Sources" section. A hand run's folder of files
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from foodtaster.landing import LandingResult
-from foodtaster.registry import DatasetConfig, NatsSource
+from foodtaster.registry import DatasetConfig, KafkaSource, NatsSource
 from foodtaster.sources.inbox import InboxSource
+from foodtaster.sources.kafka import TopicSource
 from foodtaster.sources.lines import Limits
 from foodtaster.sources.nats import StreamSource
 from foodtaster.sources.raw_batch import Manifest
@@ -41,18 +45,21 @@ class Source(Protocol):
         ...
 
 
-def source_of(config: DatasetConfig) -> Source:
-    """The dataset's source, as pipeline.yaml names it (the inbox unless it names another)."""
+def source_of(config: DatasetConfig, connection: Mapping[str, Any] | None = None) -> Source:
+    """The dataset's source, as pipeline.yaml names it (the inbox unless it names another);
+    `connection` is a Kafka source's client settings (its Airflow connection's extra)."""
     if isinstance(config.source, NatsSource):
         return StreamSource(config.source)
+    if isinstance(config.source, KafkaSource):
+        return TopicSource(config.source, dict(connection or {}))
     return InboxSource(Limits.of(config))
 
 
 def land(config: DatasetConfig, lake: Lake, date: str, batch_id: str | None = None,
-         hour: int | None = None) -> LandingResult:
+         hour: int | None = None, connection: Mapping[str, Any] | None = None) -> LandingResult:
     """Land one interval of a dataset from its source into a raw batch: the one entry point
     the pipeline calls, whatever the kind of source."""
-    return source_of(config).land_batch(lake, config.name, date, batch_id=batch_id, hour=hour)
+    return source_of(config, connection).land_batch(lake, config.name, date, batch_id=batch_id, hour=hour)
 
 
 def land_hand_run(lake: Lake, config: DatasetConfig, input_path: str, batch_id: str,

@@ -43,6 +43,8 @@ from foodtaster.sources.raw_batch import (
 )
 from foodtaster.sources.supersede import held, supersede
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json, write_json
+from foodtaster.state.publish import drop_staged
+from foodtaster.state.tables import DatasetTables
 
 NAME_MAX = 255  # bytes in one file name on Linux file systems
 
@@ -122,9 +124,12 @@ def land_batch(
     )
     manifest.write(raw_path)
     if superseded:
+        # The held delivery's valid rows leave with it: its audit branch is dropped (the rerun
+        # stages the correction on a new one); main never held them.
+        dropped = drop_staged(DatasetTables(lake, dataset), batch_id)
         log.warning("event=delivery_superseded", fields={
             "replaced": [entry.name for entry in superseded.files], "why": superseded.why,
-            "by": superseded.by})
+            "by": superseded.by, "branch_dropped": dropped})
 
     for unreadable in manifest.unreadable:
         log.warning(

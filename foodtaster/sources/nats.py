@@ -78,7 +78,7 @@ class LandedSequences:
         ranges: list[tuple[int, int]] = []
         for path in fs.glob(f"{raw}/batch_date=*/batch_id=*/{MANIFEST}") if fs.exists(raw) else []:
             source = Manifest.from_dict(read_json(fs.unstrip_protocol(path))).source
-            if source is not None and source.stream == stream:
+            if isinstance(source, BrokerSource) and source.stream == stream:
                 ranges.extend(source.sequence_ranges)
         return cls(ranges)
 
@@ -229,7 +229,8 @@ def _write(lake: Lake, dataset: str, date: str, hour: int | None, batch_id: str,
 
     raw_path = lake.raw(dataset, date, batch_id)
     files = list(previous.files) if previous else []
-    ranges = [list(r) for r in previous.source.sequence_ranges] if previous and previous.source else []
+    before = previous.source if previous is not None and isinstance(previous.source, BrokerSource) else None
+    ranges = [list(r) for r in before.sequence_ranges] if before else []
     if messages:
         sequences = [m["stream_sequence"] for m in messages]
         name = f"messages-{min(sequences)}-{max(sequences)}.parquet"

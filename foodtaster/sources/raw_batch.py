@@ -12,8 +12,13 @@ the sources themselves: the inbox, the broker and the job all read this module.
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import asdict, dataclass
 from typing import Any
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
 
 from foodtaster import rule_ids
 from foodtaster.errors import Failed
@@ -166,6 +171,78 @@ class BrokerSource:
 
 
 @dataclass(frozen=True)
+class OffsetRange:
+    """Offsets `first` to `last` (inclusive) of one partition, read in one go: every message
+    of the partition between them is in the batch (an offset missing there, a compacted
+    message or a transaction marker, does not exist in the topic)."""
+
+    partition: int
+    first: int
+    last: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {"partition": self.partition, "first": self.first, "last": self.last}
+
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> OffsetRange:
+        return cls(partition=int(entry["partition"]), first=int(entry["first"]), last=int(entry["last"]))
+
+
+@dataclass(frozen=True)
+class KafkaOffsets:
+    """Where a Kafka batch came from, and which offsets of which partitions it holds: the
+    lake's record of what was landed, which the next landing seeks from."""
+
+    topic: str
+    group: str
+    offset_ranges: tuple[OffsetRange, ...]
+    kind: str = "kafka"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "topic": self.topic, "group": self.group,
+                "offset_ranges": [r.as_dict() for r in self.offset_ranges]}
+
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> KafkaOffsets:
+        return cls(topic=entry["topic"], group=entry["group"],
+                   offset_ranges=tuple(OffsetRange.from_dict(r) for r in entry["offset_ranges"]))
+
+
+def broker_source_from_dict(entry: dict[str, Any]) -> BrokerSource | KafkaOffsets:
+    """A manifest's `source`, by its kind."""
+    return KafkaOffsets.from_dict(entry) if entry.get("kind") == "kafka" else BrokerSource.from_dict(entry)
+
+
+def write_durable(uri: str, data: bytes) -> None:
+    """Write `data` so that it is on disk when this returns, or not there at all: a hidden
+    copy beside it, fsynced, renamed into place, the folder fsynced (a local disk); on other
+    fsspec file systems (object stores: durable once closed) written aside, then moved."""
+    fs, path = fsspec.core.url_to_fs(uri)
+    folder, name = path.rsplit("/", 1)
+    fs.makedirs(folder, exist_ok=True)
+    hidden = f"{folder}/.{name}.landing"
+    if not isinstance(fs, LocalFileSystem):
+        with fs.open(hidden, "wb") as handle:
+            handle.write(data)
+        fs.mv(hidden, path)
+        return
+    fd = os.open(hidden, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(hidden, path)
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+@dataclass(frozen=True)
 class Manifest:
     """`_manifest.json` of a raw batch.
 
@@ -183,7 +260,7 @@ class Manifest:
     files: tuple[LandedFile, ...]
     unreadable: tuple[UnreadableFile, ...] = ()
     superseded: tuple[Supersession, ...] | None = None
-    source: BrokerSource | None = None
+    source: BrokerSource | KafkaOffsets | None = None
 
     @property
     def lines(self) -> int:
@@ -225,7 +302,7 @@ class Manifest:
             files=tuple(LandedFile.from_dict(entry) for entry in document.get("files", ())),
             unreadable=tuple(UnreadableFile.from_dict(entry) for entry in document.get("unreadable", ())),
             superseded=None if superseded is None else tuple(Supersession.from_dict(s) for s in superseded),
-            source=BrokerSource.from_dict(source) if source else None,
+            source=broker_source_from_dict(source) if source else None,
         )
 
     @classmethod
@@ -235,9 +312,15 @@ class Manifest:
         uri = f"{folder.rstrip('/')}/{MANIFEST}"
         return cls.from_dict(read_json(uri)) if exists(uri) else None
 
-    def write(self, folder: str) -> None:
-        """Written last by a landing: the partition counts as landed from here on."""
-        write_json(f"{folder.rstrip('/')}/{MANIFEST}", self.as_dict())
+    def write(self, folder: str, durable: bool = False) -> None:
+        """Written last by a landing: the partition counts as landed from here on. `durable`:
+        on disk when this returns (`write_durable`), for a landing that commits a broker's
+        offsets next."""
+        uri = f"{folder.rstrip('/')}/{MANIFEST}"
+        if durable:
+            write_durable(uri, json.dumps(self.as_dict(), indent=2, sort_keys=True, default=str).encode())
+        else:
+            write_json(uri, self.as_dict())
 
 
 def landing_result(manifest: Manifest, raw_path: str, lake: str, refused: list[dict[str, Any]] | None = None,

@@ -1,15 +1,15 @@
 """Nothing lost, nothing twice, after every later operation: a batch's accounts, from the lake.
 
-For each batch (its summary, its partitions, the dispositions log; pyarrow, no JVM):
+For each batch (its summary, the tables, the dispositions log; pyiceberg, no JVM):
 
-    messages landed = valid (the batch's own, published or staged)
+    messages landed = valid (the batch's own, published on main or waiting on its audit branch)
                     + redriven (its rows published later by a redrive or a retry)
                     + still quarantined
                     + duplicates dropped (by the batch's run, and on a redrive)
                     + purged
 
-and the rows redriven, as the dispositions log says, are the rows of this batch found in
-`redrive-*` valid partitions: a redrive that published without recording (or recorded
+and the rows redriven, as the dispositions log says, are the rows of this batch found in the
+valid table's `redrive-*` batches: a redrive that published without recording (or recorded
 without publishing) shows here. `check_accounts` raises on any batch that does not add up.
 """
 
@@ -21,9 +21,10 @@ from typing import Any
 import pyarrow.compute as pc
 
 from foodtaster.errors import FoodtasterError
-from foodtaster.state.browse import Partition, partitions, read_table, row_count
+from foodtaster.state.browse import batches, read_batch
 from foodtaster.state.dispositions import DUPLICATE, PURGED, REDRIVEN, Dispositions
 from foodtaster.state.lake import Lake, exists, read_json
+from foodtaster.state.tables import MAIN, QUARANTINE, VALID, DatasetTables, audit_branch
 
 REDRIVE_PREFIX = "redrive-"
 
@@ -36,24 +37,24 @@ def batch_accounts(lake: Lake, dataset: str) -> dict[str, dict[str, Any]]:
     """{batch id: its accounts} for every batch with a summary."""
     state = Dispositions(lake, dataset).state()
     redriven_rows: Counter[str] = Counter()
-    for part in partitions(lake, "valid", dataset):
+    for part in batches(lake, VALID, dataset):
         if part.batch_id.startswith(REDRIVE_PREFIX):
-            batches = read_table(part, ["_batch_id"]).column("_batch_id")
-            redriven_rows.update(dict(zip(*(c.to_pylist() for c in pc.value_counts(batches).flatten()),
+            origins = read_batch(lake, VALID, dataset, part.batch_id, ["_batch_id"]).column("_batch_id")
+            redriven_rows.update(dict(zip(*(c.to_pylist() for c in pc.value_counts(origins).flatten()),
                                           strict=True)))
     accounts = {}
-    for part in partitions(lake, "quarantine", dataset):
+    for part in batches(lake, QUARANTINE, dataset):
         summary_uri = lake.summary(dataset, part.batch_id)
         if not exists(summary_uri):
             continue
         summary = read_json(summary_uri)
         counts = state.counts(part.batch_id)
-        own = _own_valid(lake, dataset, part.batch_date, part.batch_id)
+        own = _own_valid(lake, dataset, part.batch_id)
         disposed = counts.get(REDRIVEN, 0) + counts.get(DUPLICATE, 0) + counts.get(PURGED, 0)
         entry = {
             "messages": summary["messages"], "valid": own, "redriven": redriven_rows.get(part.batch_id, 0),
             "recorded_redriven": counts.get(REDRIVEN, 0),
-            "quarantined": row_count(part) - disposed,
+            "quarantined": part.rows - disposed,
             "duplicates_dropped": summary.get("duplicates_dropped", 0) + counts.get(DUPLICATE, 0),
             "purged": counts.get(PURGED, 0),
         }
@@ -63,12 +64,16 @@ def batch_accounts(lake: Lake, dataset: str) -> dict[str, dict[str, Any]]:
     return accounts
 
 
-def _own_valid(lake: Lake, dataset: str, batch_date: str, batch_id: str) -> int:
-    """The batch's own valid rows: published, else staged (a held batch)."""
-    for uri in (lake.valid(dataset, batch_date, batch_id), lake.staged_valid(dataset, batch_date, batch_id)):
-        if exists(uri):
-            return row_count(Partition("valid", dataset, batch_date, batch_id, uri))
-    return 0
+def _own_valid(lake: Lake, dataset: str, batch_id: str) -> int:
+    """The batch's own valid rows: on its audit branch while it waits there (a held batch, or a
+    rerun not yet published), else published on main."""
+    tables = DatasetTables(lake, dataset)
+    table = tables.load(VALID)
+    if table is None:
+        return 0
+    branch = audit_branch(batch_id)
+    found = tables.batch(VALID, batch_id, branch if table.snapshot_by_name(branch) else MAIN, table)
+    return found.rows if found is not None else 0
 
 
 def check_accounts(lake: Lake, dataset: str) -> dict[str, dict[str, Any]]:

@@ -1,13 +1,13 @@
-"""Read the published lake without Spark: partitions, quarantined rows, landed lines, the ledger.
+"""Read the lake without Spark: the tables' batches, quarantined rows, landed lines, the ledger.
 
-For an on-call person's command line: pyarrow reads the Parquet footers and the
-few columns asked for, and fsspec reaches any lake root, with no JVM to start.
-(DuckDB would add SQL but not reach fsspec roots such as `memory://` the same way,
-and is one more package for what is a filter on a small partition.)
+For an on-call person's command line: the valid and quarantine tables are read through the
+catalog by pyiceberg (`foodtaster.state.tables`), a batch at a time and only the columns asked
+for, and the landed copies in `raw/` through fsspec, with no JVM to start. (DuckDB would add SQL
+but not reach fsspec roots such as `memory://` the same way, and is one more package for what is
+a filter on one batch.)
 
-Only published partitions are read: `<zone>/<dataset>/batch_date=<d>/batch_id=<id>/`.
-Folders and files whose names start with `_` or `.` (staging, Spark's markers,
-hidden copies in flight) are not data.
+The tables are read as main has them (what consumers see) unless a ref (an audit branch, a tag)
+is named. `raw/` holds one folder a landed batch, `raw/<dataset>/batch_date=<d>/batch_id=<id>/`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import gzip
 import io
 import itertools
-import os
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -25,14 +24,13 @@ from typing import Any
 import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from foodtaster.errors import NotFound
 from foodtaster.lineage import LINEAGE
 from foodtaster.rule_ids import LISTED as LISTED_RULE
 from foodtaster.state.lake import Lake, read_json
 from foodtaster.state.poison import Seen
+from foodtaster.state.tables import MAIN, QUARANTINE, VALID, BatchFiles, DatasetTables
 
 CHUNK_BYTES = 1 << 20
 
@@ -42,83 +40,55 @@ class NotInLake(NotFound):
 
 
 @dataclass(frozen=True)
-class Partition:
-    zone: str
+class Landed:
+    """A landed batch's folder in `raw/`."""
+
     dataset: str
     batch_date: str
     batch_id: str
     uri: str
 
 
-def partitions(lake: Lake, zone: str, dataset: str) -> list[Partition]:
-    """The published partitions of a zone, in data order (batch date, then batch id)."""
-    fs, root = fsspec.core.url_to_fs(lake.zone(zone, dataset))
+def landed_batches(lake: Lake, dataset: str) -> list[Landed]:
+    """The landed batches of a dataset, in data order (batch date, then batch id)."""
+    fs, root = fsspec.core.url_to_fs(lake.zone("raw", dataset))
     if not fs.exists(root):
         return []
     found = []
     for path in fs.glob(f"{root}/batch_date=*/batch_id=*"):
         date_part, id_part = path.rstrip("/").split("/")[-2:]
         if fs.isdir(path):
-            found.append(Partition(zone, dataset, date_part.split("=", 1)[1], id_part.split("=", 1)[1],
-                                   fs.unstrip_protocol(path)))
+            found.append(Landed(dataset, date_part.split("=", 1)[1], id_part.split("=", 1)[1],
+                                fs.unstrip_protocol(path)))
     return sorted(found, key=lambda p: (p.batch_date, p.batch_id))
 
 
-def partition(lake: Lake, zone: str, dataset: str, batch_id: str) -> Partition | None:
-    return next((p for p in partitions(lake, zone, dataset) if p.batch_id == batch_id), None)
+def landed_batch(lake: Lake, dataset: str, batch_id: str) -> Landed | None:
+    return next((p for p in landed_batches(lake, dataset) if p.batch_id == batch_id), None)
 
 
-def _data_files(uri: str) -> list[str]:
-    """The partition's Parquet files, as URIs."""
-    fs, path = fsspec.core.url_to_fs(uri)
-    return sorted(
-        fs.unstrip_protocol(f) for f in fs.glob(f"{path}/*.parquet")
-        if not f.rsplit("/", 1)[-1].startswith(("_", "."))
-    )
+def batches(lake: Lake, zone: str, dataset: str, ref: str = MAIN) -> list[BatchFiles]:
+    """The batches a table (`valid` or `quarantine`) holds on `ref`, in data order."""
+    return DatasetTables(lake, dataset).batches(zone, ref)
 
 
-def _arrow_file(uri: str) -> tuple[pafs.FileSystem, str]:
-    """Arrow's own filesystem where it has one (local, S3, GCS, HDFS, Azure), else fsspec's.
-
-    Not Python file objects: with them pyarrow 26 sometimes aborts the process at exit
-    ("terminate called without an active exception", apache/arrow#34314, #39162); 3 to 5
-    runs in 80 here, none with Arrow's own filesystem. Roots only fsspec knows keep that risk.
-    """
-    try:
-        return pafs.FileSystem.from_uri(uri if "://" in uri else os.path.abspath(uri))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        fs, path = fsspec.core.url_to_fs(uri)
-        return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
+def batch(lake: Lake, zone: str, dataset: str, batch_id: str, ref: str = MAIN) -> BatchFiles | None:
+    return DatasetTables(lake, dataset).batch(zone, batch_id, ref)
 
 
-def row_count(part: Partition) -> int:
-    """Rows of a Parquet partition, from the footers alone."""
-    total = 0
-    for uri in _data_files(part.uri):
-        fs, path = _arrow_file(uri)
-        total += pq.ParquetFile(path, filesystem=fs).metadata.num_rows
-    return total
+def read_batch(lake: Lake, zone: str, dataset: str, batch_id: str | None,
+               columns: list[str] | None = None, ref: str = MAIN) -> pa.Table:
+    """A batch's rows (every batch's with None) on `ref`, only `columns` when given; a column the
+    table lacks is left out (a quarantine of unreadable files alone has no contract columns)."""
+    tables = DatasetTables(lake, dataset)
+    if columns is not None:
+        have = set(tables.columns(zone))
+        columns = [c for c in columns if c in have]
+    return tables.read(zone, batch_id, columns, ref)
 
 
-def read_table(part: Partition, columns: list[str] | None = None) -> pa.Table:
-    """A partition's rows (only `columns`, if given) as one Arrow table."""
-    tables = []
-    for uri in _data_files(part.uri):
-        fs, path = _arrow_file(uri)
-        tables.append(pq.read_table(path, filesystem=fs, columns=columns))
-    if not tables:
-        return pa.table({name: [] for name in columns or ()})
-    return pa.concat_tables(tables, promote_options="default")
-
-
-def column_names(part: Partition) -> list[str]:
-    """A partition's top-level columns, from a file's footer (a quarantine partition of
-    unreadable files alone has no contract columns)."""
-    files = _data_files(part.uri)
-    if not files:
-        return []
-    fs, path = _arrow_file(files[0])
-    return pq.read_schema(path, filesystem=fs).names
+def table_columns(lake: Lake, zone: str, dataset: str) -> list[str]:
+    return DatasetTables(lake, dataset).columns(zone)
 
 
 def column_at(table: pa.Table, path: str) -> pa.ChunkedArray:
@@ -147,15 +117,18 @@ def with_reason(reasons: pa.Array | pa.ChunkedArray, matched: Callable[[pa.Array
 
 
 def quarantine_batches(lake: Lake, dataset: str) -> list[dict[str, Any]]:
-    """One row a quarantine partition: date, batch, how many rows, how many listed, top reason."""
+    """One row a batch in the quarantine table: date, batch, how many rows, how many listed, top reason."""
     rows = []
-    for part in partitions(lake, "quarantine", dataset):
-        rules: Counter[str] = Counter()
-        for reasons in read_table(part, ["reasons"]).column("reasons").to_pylist():
-            rules.update({reason["rule"] for reason in reasons or ()})
+    by_batch: dict[str, Counter[str]] = {}
+    every = read_batch(lake, QUARANTINE, dataset, None, ["batch_id", "reasons"])
+    for batch_id, reasons in zip(every.column("batch_id").to_pylist(), every.column("reasons").to_pylist(),
+                                 strict=True):
+        by_batch.setdefault(batch_id, Counter()).update({reason["rule"] for reason in reasons or ()})
+    for part in batches(lake, QUARANTINE, dataset):
+        rules = by_batch.get(part.batch_id, Counter())
         top = rules.most_common(1)
         rows.append({
-            "batch_date": part.batch_date, "batch_id": part.batch_id, "quarantined": row_count(part),
+            "batch_date": part.batch_date, "batch_id": part.batch_id, "quarantined": part.rows,
             "listed": rules.get(LISTED_RULE, 0),
             "top_reason": top[0][0] if top else None, "top_reason_count": top[0][1] if top else 0,
         })
@@ -169,13 +142,12 @@ def quarantined_rows(
 
     `rule` keeps the rows with a reason of that rule; `limit` the first that many.
     """
-    part = partition(lake, "quarantine", dataset, batch_id)
-    if part is None:
+    if batch(lake, QUARANTINE, dataset, batch_id) is None:
         raise NotInLake(
-            f"no quarantine partition for batch {batch_id!r} of {dataset!r}: "
-            "`foodtaster quarantine ls` lists the batches that have one"
+            f"no quarantined rows of batch {batch_id!r} of {dataset!r} in its quarantine table: "
+            "`foodtaster quarantine ls` lists the batches that have some"
         )
-    table = read_table(part, ["_raw", "reasons", *LINEAGE])
+    table = read_batch(lake, QUARANTINE, dataset, batch_id, ["_raw", "reasons", *LINEAGE])
     if rule is not None:
         table = table.filter(with_reason(table.column("reasons"), lambda rules: pc.equal(rules, rule)))
     rows = sorted(table.to_pylist(), key=lambda r: (r["_source_file"] or "", r["_line_number"] or 0))
@@ -193,13 +165,12 @@ def message_bytes(
     """
     if line_number < 1:
         raise NotInLake(f"line {line_number}: line numbers start at 1, as in `foodtaster quarantine show`")
-    quarantine = partition(lake, "quarantine", dataset, batch_id)
-    if quarantine is not None:
-        table = read_table(quarantine, ["_raw", "_source_file", "_line_number"])
+    if batch(lake, QUARANTINE, dataset, batch_id) is not None:
+        table = read_batch(lake, QUARANTINE, dataset, batch_id, ["_raw", "_source_file", "_line_number"])
         for row in table.to_pylist():
             if row["_line_number"] == line_number and _names(row["_source_file"], source_file):
                 return bytes(row["_raw"]), Seen(batch_id, row["_source_file"], line_number)
-    raw = partition(lake, "raw", dataset, batch_id)
+    raw = landed_batch(lake, dataset, batch_id)
     if raw is None:
         raise NotInLake(
             f"batch {batch_id!r} of {dataset!r} has no raw partition and no quarantined row "
@@ -227,10 +198,9 @@ def message_bytes(
 def _lineage_name(lake: Lake, dataset: str, batch_id: str, name: str, line_number: int) -> str | None:
     """The file as the published row's lineage names it (Spark's URI form), so that the
     place recorded matches the row's `_source_file`; None when no valid row has that place."""
-    valid = partition(lake, "valid", dataset, batch_id)
-    if valid is None:
+    if batch(lake, VALID, dataset, batch_id) is None:
         return None
-    table = read_table(valid, ["_source_file", "_line_number"])
+    table = read_batch(lake, VALID, dataset, batch_id, ["_source_file", "_line_number"])
     return next((row["_source_file"] for row in table.to_pylist()
                  if row["_line_number"] == line_number and _names(row["_source_file"], name)), None)
 

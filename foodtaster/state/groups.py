@@ -127,22 +127,19 @@ class GroupLog:
 
 def held_counts(lake: Lake, dataset: str, group_by: str) -> Counter[str]:
     """Group value -> its messages held in quarantine now (reason `group.poisoned`, not yet
-    published later, duplicate or purged), from the quarantine partitions and the
-    dispositions log, counted with pyarrow: only the distinct groups become Python values."""
-    from foodtaster.state.browse import column_at, column_names, partitions, read_table, with_reason
+    published later, duplicate or purged), from the quarantine table and the dispositions
+    log, counted with pyarrow: only the distinct groups become Python values."""
+    from foodtaster.state.browse import column_at, read_batch, table_columns, with_reason
     from foodtaster.state.dispositions import SETTLED, Dispositions
+    from foodtaster.state.tables import QUARANTINE
 
     lineage = ["_batch_id", "_source_file", "_line_number"]
     disposed = Dispositions(lake, dataset).state().table()
     settled = disposed.filter(pc.is_in(disposed.column("status"), value_set=pa.array(sorted(SETTLED))))
     held: Counter[str] = Counter()
     root = group_by.split(".", 1)[0]  # a nested group key is read through its top-level struct
-    for part in partitions(lake, "quarantine", dataset):
-        if root not in column_names(part):
-            continue
-        table = read_table(part, [root, "reasons", *lineage])
-        if not table.num_rows:
-            continue
+    if root in table_columns(lake, QUARANTINE, dataset):
+        table = read_batch(lake, QUARANTINE, dataset, None, [root, "reasons", *lineage])
         rows = table.filter(with_reason(table.column("reasons"), lambda rules: pc.equal(rules, RULE)))
         rows = rows.filter(pc.is_valid(column_at(rows, group_by)))
         # keyed as the dispositions log keys a row (a row with no line number is line 0)
@@ -150,7 +147,8 @@ def held_counts(lake: Lake, dataset: str, group_by: str) -> Counter[str]:
                          "_source_file": pc.cast(rows.column("_source_file"), pa.string()),
                          "_line_number": pc.fill_null(pc.cast(rows.column("_line_number"), pa.int64()), 0),
                          "_group": column_at(rows, group_by)})
-        pending = keys.join(settled.select(lineage), lineage, join_type="left anti")
+        pending = keys.join(settled.select(lineage).cast(keys.select(lineage).schema), lineage,
+                            join_type="left anti")
         for entry in pc.value_counts(pending.column("_group")).to_pylist():
             held[str(entry["values"])] += entry["counts"]
     return held

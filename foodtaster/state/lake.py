@@ -1,14 +1,13 @@
 """Where everything lies in the lake. One root, any local path or Hadoop/fsspec URI.
 
-Spark ignores folders whose names start with "_" when it discovers partitions,
-so staged valid rows under `valid/<dataset>/_staging/` stay invisible to
-consumers until the batch is published.
+The folders: `inbox/` (producers' files), `raw/` (landed copies, immutable), `reports/` and
+`_state/` (append-only event logs, the ledger). Valid rows and the quarantine are Iceberg tables
+in a catalog (`foodtaster.state.tables`); the embedded catalog and its warehouse live in the lake
+too, under `_catalog/` and `warehouse/`.
 """
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import json
 import os
 import re
@@ -20,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import fsspec
-from fsspec.implementations.local import LocalFileSystem
 
 BATCH_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DATE_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -68,7 +66,7 @@ class Lake:
         return "/".join([self.root.rstrip("/"), *parts])
 
     def zone(self, zone: str, dataset: str) -> str:
-        """`<zone>/<dataset>`: every partition of a dataset in `raw`, `valid` or `quarantine`."""
+        """`<zone>/<dataset>`: a dataset's folder of `inbox` or `raw`."""
         return self._join(zone, dataset)
 
     def inbox(self, dataset: str, date: str, hour: int | None = None) -> str:
@@ -83,29 +81,12 @@ class Lake:
     def raw(self, dataset: str, batch_date: str, batch_id: str) -> str:
         return self._batch("raw", dataset, batch_date, batch_id)
 
-    def valid(self, dataset: str, batch_date: str, batch_id: str) -> str:
-        return self._batch("valid", dataset, batch_date, batch_id)
-
-    def staged_valid(self, dataset: str, batch_date: str, batch_id: str) -> str:
-        return self._join(
-            "valid", dataset, "_staging",
-            f"batch_date={check_date(batch_date)}", f"batch_id={check_batch_id(batch_id)}",
-        )
-
-    def quarantine(self, dataset: str, batch_date: str, batch_id: str) -> str:
-        return self._batch("quarantine", dataset, batch_date, batch_id)
-
     def runs(self, zone: str, dataset: str, batch_date: str, batch_id: str) -> str:
-        """The folder of a batch's per-run `valid` or `quarantine` outputs (`run_output`)."""
+        """The folder of a batch's per-run work in `raw` (a hand run's landed files)."""
         return self._join(
             zone, dataset, "_runs", f"batch_date={check_date(batch_date)}",
             f"batch_id={check_batch_id(batch_id)}",
         )
-
-    def run_output(self, zone: str, dataset: str, batch_date: str, batch_id: str, run_id: str) -> str:
-        """Where one run writes its `valid` or `quarantine` rows before they are swapped in:
-        a path of its own, so two runs of a batch never write over each other."""
-        return self.runs(zone, dataset, batch_date, batch_id) + f"/run={check_run_id(run_id)}"
 
     def report(self, dataset: str, batch_id: str) -> str:
         return self._join("reports", dataset, check_batch_id(batch_id))
@@ -142,47 +123,6 @@ def exists(uri: str) -> bool:
     return fs.exists(path)
 
 
-def swap_in(source: str, target: str) -> None:
-    """Put the finished folder `source` at `target`, atomically for a reader where the file
-    system allows it; what was at `target` is then at `source`, for the caller to delete.
-
-    On a local disk, Linux's renameat2(RENAME_EXCHANGE) swaps the two folders in one step, so
-    a reader sees the old folder or the new one, never neither. Elsewhere (object stores, or
-    a file system without the call) the old folder is moved aside, then the new one in: between
-    the two moves a reader finds no folder at `target`.
-    """
-    fs, src = fsspec.core.url_to_fs(source)
-    _, dst = fsspec.core.url_to_fs(target)
-    fs.makedirs(dst.rsplit("/", 1)[0], exist_ok=True)
-    if not fs.exists(dst):
-        fs.mv(src, dst, recursive=True)
-        return
-    if isinstance(fs, LocalFileSystem) and _exchange(src, dst):
-        return
-    aside = f"{src}.old"
-    fs.mv(dst, aside, recursive=True)
-    fault_point("swap_aside")
-    fs.mv(src, dst, recursive=True)
-    fs.mv(aside, src, recursive=True)
-
-
-_RENAME_EXCHANGE, _AT_FDCWD = 2, -100
-
-
-def _exchange(a: str, b: str) -> bool:
-    """Swap two paths in one step (renameat2, glibc >= 2.28); False where unsupported."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is None:
-        return False
-    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.EXDEV):  # this file system cannot exchange
-        return False
-    raise OSError(err, f"renameat2 exchange of {a} and {b}: {os.strerror(err)}")
-
-
 FAULT_AT_ENV, FAULT_DIR_ENV = "FOODTASTER_FAULT_AT", "FOODTASTER_FAULT_DIR"
 FAULT_WAIT_S = 300
 
@@ -204,19 +144,3 @@ def remove_dir(uri: str) -> None:
     fs, path = fsspec.core.url_to_fs(uri)
     if fs.exists(path):
         fs.rm(path, recursive=True)
-
-
-def remove_empty_parents(uri: str, levels: int) -> None:
-    """Remove up to `levels` folders above `uri` that are left empty, nearest first.
-
-    A folder another job writes into meanwhile is not empty, and rmdir refuses it.
-    """
-    fs, path = fsspec.core.url_to_fs(uri)
-    for _ in range(levels):
-        path = path.rstrip("/").rsplit("/", 1)[0]
-        try:
-            if not fs.isdir(path) or fs.ls(path, detail=False):
-                return
-            fs.rmdir(path)
-        except OSError:  # written into between the two calls
-            return

@@ -1,13 +1,16 @@
 """One writer a batch: a lease in the lake, `_state/locks/<dataset>/<batch_id>.json`.
 
-The validation job holds it while it writes and swaps in a batch's partitions, the publish
-task while it publishes: a second run of the same batch is refused with the holder's name
-(a refusal: the validate task fails at once, not retried), never let to write beside the
-first. A lease whose holder died (same host, process gone) or whose time ran out is taken over.
+The validation job holds it while it writes and commits a batch's rows, the publish task while
+it publishes, a recall, a release and a compaction while they change the batch: a second run of
+the same batch is refused with the holder's name (a refusal: the validate task fails at once, not
+retried), never let to write beside the first. A lease whose holder died (same host, process
+gone) or whose time ran out is taken over. `foodtaster tables maintain` leaves the files of a
+batch with a live holder alone: they may be a run's, not yet committed.
 
 On a local disk the lease file is created with O_EXCL and taken over by an atomic rename; on
 other fsspec file systems creation is check-then-write, so two runs starting in the same
-instant could both get it (the per-run paths and the swaps still never mix their rows).
+instant could both get it (each still writes in a folder of its own, and the catalog's guarded
+commits never lose either's snapshot).
 """
 
 from __future__ import annotations
@@ -71,6 +74,12 @@ def batch_lease(
         if (_read(uri) or {}).get("run_id") == run_id:
             fs, path = fsspec.core.url_to_fs(uri)
             fs.rm(path)
+
+
+def live_holder(lake: Lake, dataset: str, batch_id: str) -> dict[str, Any] | None:
+    """The live holder of a batch's lease, None when nobody holds it (or its holder is dead)."""
+    current = _read(lease_uri(lake, dataset, batch_id))
+    return current if current is not None and not _stale(current) else None
 
 
 def _create(uri: str, holder: dict[str, Any]) -> bool:

@@ -1,19 +1,22 @@
-"""A recall: a published row taken back out of its valid partition into the batch's quarantine.
+"""A recall: a published row taken back out of the valid table into the batch's quarantine.
 
 A downstream consumer that crashed on a published row lists it (source `downstream`,
-`report_downstream`) and recalls it: the row leaves
-`valid/<ds>/batch_date=D/batch_id=B/` and becomes a quarantine row of the same batch with
-the reason `registry` / `registry.recalled` (message: the entry's why, value: its id), its
-`_raw` read back from the landed copy in raw/ (valid rows keep no bytes).
+`report_downstream`) and recalls it: the row leaves main of the valid table and becomes a
+quarantine row of the same batch with the reason `registry` / `registry.recalled` (message: the
+entry's why, value: its id), its `_raw` read back from the landed copy in raw/ (valid rows keep
+no bytes).
 
-Each partition is rewritten aside (under `_runs/`, invisible to readers) and swapped in
-whole (`swap_in`). The quarantine first, then valid: in between, the row is in both, never
-in neither. A recall interrupted there is finished by running it again: it sees the row
-already quarantined and only rewrites valid. The batch summary and ledger record get the
-counts of the partitions afterwards (messages = valid + quarantined + duplicates dropped
-still holds) and the recall itself (`recalled`, `recalls`).
+Two snapshots, one a table (docs/decisions/027-iceberg-tables-write-audit-publish.md), in this
+order: the quarantine table gains the row (one file appended), then the valid table loses it
+(the one file that held it replaced by a copy without it, every other file kept). In between the
+row is in both tables, never in neither: a reader of the quarantine already sees it as
+`registry.recalled`, a consumer of valid still sees it. A recall interrupted there is finished by
+running it again: it sees the row already quarantined and only rewrites valid. The batch summary
+and ledger record get the counts of the tables afterwards (messages = valid + quarantined +
+duplicates dropped still holds) and the recall itself (`recalled`, `recalls`). The tag
+`batch-<batch>` keeps naming the snapshot that published the batch, the row in it.
 
-pyarrow and fsspec only: the on-call CLI runs this without a JVM.
+pyarrow and pyiceberg only: the on-call CLI runs this without a JVM.
 """
 
 from __future__ import annotations
@@ -22,9 +25,8 @@ import urllib.parse
 from collections import Counter
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -33,35 +35,31 @@ from foodtaster import rule_ids
 from foodtaster.errors import Failed
 from foodtaster.logs import batch_logger
 from foodtaster.state import ledger
-from foodtaster.state.browse import (
-    NotInLake,
-    Partition,
-    _arrow_file,
-    _data_files,
-    message_bytes,
-    partition,
-    row_count,
-)
-from foodtaster.state.lake import (
-    Lake,
-    exists,
-    fault_point,
-    new_run_id,
-    read_json,
-    remove_dir,
-    swap_in,
-    write_json,
-)
+from foodtaster.state.browse import NotInLake, message_bytes
+from foodtaster.state.lake import Lake, exists, fault_point, new_run_id, read_json, write_json
 from foodtaster.state.lease import batch_lease
 from foodtaster.state.poison import Entry, PoisonList, PoisonListError, Seen, fingerprint
+from foodtaster.state.publish import commit_changes
+from foodtaster.state.tables import (
+    MAIN,
+    QUARANTINE,
+    VALID,
+    DatasetTables,
+    batch_field_id,
+    data_files,
+    file_batch,
+)
 from foodtaster.summary import BatchSummary
 
+if TYPE_CHECKING:
+    from pyiceberg.manifest import DataFile
+    from pyiceberg.table import Table
+
 RULE = rule_ids.RECALLED
-REASON = pa.struct([(name, pa.string()) for name in ("layer", "rule", "column", "message", "value")])
 
 
 class RecallDoesNotAddUp(Failed):
-    """After the rewrite, valid + quarantined + duplicates dropped is not the batch's messages."""
+    """After the recall, valid + quarantined + duplicates dropped is not the batch's messages."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +84,8 @@ class Recalled:
 
 
 def recall(lake: Lake, dataset: str, entry: Entry, place: Seen | None = None, *, by: str) -> Recalled:
-    """Move the row at `place` (default: where the entry was first seen) from its published
-    valid partition to the quarantine, with the entry's why as the reason.
+    """Move the row at `place` (default: where the entry was first seen) from main of the valid
+    table to the quarantine table, with the entry's why as the reason.
 
     Under the batch's lease, so a rerun of the batch and a recall never interleave. Running
     it again after it finished changes nothing; after it was interrupted, it finishes it.
@@ -98,18 +96,20 @@ def recall(lake: Lake, dataset: str, entry: Entry, place: Seen | None = None, *,
             f"entry {entry.id} names no place (batch, file, line): a recall needs one; "
             "add the message with --batch, --file and --line"
         )
-    valid_part = partition(lake, "valid", dataset, seen.batch_id)
-    if valid_part is None:
+    tables = DatasetTables(lake, dataset)
+    published = tables.batch(VALID, seen.batch_id)
+    if published is None:
         raise NotInLake(
-            f"batch {seen.batch_id!r} of {dataset!r} has no published valid partition: nothing to "
+            f"batch {seen.batch_id!r} of {dataset!r} has no published valid rows: nothing to "
             "recall; the entry stands, and the batch's next run quarantines the message as listed"
         )
     log = batch_logger(__name__, dataset, seen.batch_id)
-    date, batch_id = valid_part.batch_date, valid_part.batch_id
-    with batch_lease(lake, dataset, batch_id, f"recall-{new_run_id()}"):
-        hits = _rows_at(valid_part, seen.source_file, seen.line_number)
-        quarantine_part = partition(lake, "quarantine", dataset, batch_id)
-        already = _recalled_at(quarantine_part, seen.source_file, seen.line_number)
+    date, batch_id = published.batch_date, published.batch_id
+    recall_id = f"recall-{new_run_id()}"
+    with batch_lease(lake, dataset, batch_id, recall_id):
+        valid_table = tables.table(VALID)
+        hits = _files_at(valid_table, batch_id, seen.source_file, seen.line_number)
+        already = _recalled_at(tables, batch_id, seen.source_file, seen.line_number)
         if not hits and not already:
             raise NotInLake(
                 f"no published row {seen.source_file}:{seen.line_number} in batch {batch_id!r} of "
@@ -120,21 +120,27 @@ def recall(lake: Lake, dataset: str, entry: Entry, place: Seen | None = None, *,
             # The landed file by its name: the lineage is Spark's URI of it (file:..., %3D).
             name = urllib.parse.unquote(seen.source_file.rsplit("/", 1)[-1])
             raw, _ = message_bytes(lake, dataset, batch_id, name, seen.line_number)
-            rows = pa.concat_tables([_read(f, None) for f in hits]).filter(
+            rows = pa.concat_tables([_read(valid_table, f) for f in hits]).filter(
                 _at(seen.source_file, seen.line_number))
-            quarantine_uri = lake.quarantine(dataset, date, batch_id)
-            _rewrite(lake, "quarantine", dataset, date, batch_id, quarantine_uri,
-                     keep=_data_files(quarantine_uri),
-                     extra=_quarantine_rows(rows, raw, entry, quarantine_part),
-                     like=(_data_files(quarantine_uri) or hits)[0])
+            quarantine_table = tables.table(QUARANTINE)
+            folder = tables.run_folder(QUARANTINE, quarantine_table, date, batch_id, recall_id)
+            added = _write(quarantine_table, _quarantine_rows(rows, raw, entry, quarantine_table),
+                           f"{folder}/part-recall.parquet")
+            commit_changes(tables, QUARANTINE, MAIN, batch_id, add=[added], remove=(), run_id=recall_id,
+                           operation="recall")
             log.event("recall_quarantined", entry=entry.id, file=seen.source_file, line=seen.line_number)
         fault_point("recall_quarantined")
-        moved = _count_at(hits, seen.source_file, seen.line_number)
+        moved = sum(_rows_at(valid_table, f, seen.source_file, seen.line_number) for f in hits)
         if hits:
-            _rewrite(lake, "valid", dataset, date, batch_id, valid_part.uri,
-                     keep=[f for f in _data_files(valid_part.uri) if f not in hits],
-                     cut=(hits, seen.source_file, seen.line_number))
-        outcome = _account(lake, dataset, date, batch_id, entry, seen.source_file, seen.line_number,
+            folder = tables.run_folder(VALID, valid_table, date, batch_id, recall_id)
+            kept = []
+            for n, data_file in enumerate(hits):
+                left = _read(valid_table, data_file).filter(~_at(seen.source_file, seen.line_number))
+                if left.num_rows:
+                    kept.append(_write(valid_table, left, f"{folder}/part-{n:05d}.parquet"))
+            commit_changes(tables, VALID, MAIN, batch_id, add=kept, remove=[f.file_path for f in hits],
+                           run_id=recall_id, operation="recall")
+        outcome = _account(lake, tables, date, batch_id, entry, seen.source_file, seen.line_number,
                            moved=moved, by=by)
     log.event("recalled", entry=entry.id, file=seen.source_file, line=seen.line_number,
               moved=outcome.moved, valid=outcome.valid, quarantined=outcome.quarantined, by=by)
@@ -146,45 +152,43 @@ def _at(source_file: str, line_number: int) -> pc.Expression:
     return (pc.field("_source_file") == source_file) & (pc.field("_line_number") == line_number)
 
 
-def _read(uri: str, columns: list[str] | None) -> pa.Table:
-    fs, path = _arrow_file(uri)
-    return pq.read_table(path, filesystem=fs, columns=columns)
+def _read(table: Table, data_file: DataFile, columns: list[str] | None = None) -> pa.Table:
+    """One of the table's data files as written (its own schema)."""
+    with table.io.new_input(data_file.file_path).open() as stream:
+        return pq.read_table(stream, columns=columns)
 
 
-def _rows_at(part: Partition, source_file: str, line_number: int) -> list[str]:
-    """The partition's files holding a row of that place (a place is one row; a file is found
-    by its lineage columns alone, not read whole)."""
-    return [uri for uri in _data_files(part.uri)
-            if _read(uri, ["_source_file", "_line_number"]).filter(_at(source_file, line_number)).num_rows]
+def _rows_at(table: Table, data_file: DataFile, source_file: str, line_number: int) -> int:
+    rows = _read(table, data_file, ["_source_file", "_line_number"])
+    return rows.filter(_at(source_file, line_number)).num_rows
 
 
-def _count_at(files: list[str], source_file: str, line_number: int) -> int:
-    return sum(_read(uri, ["_source_file", "_line_number"]).filter(_at(source_file, line_number)).num_rows
-               for uri in files)
+def _files_at(table: Table, batch_id: str, source_file: str, line_number: int) -> list[DataFile]:
+    """The batch's files on main holding a row of that place (a place is one row; a file is
+    found by its lineage columns alone, not read whole)."""
+    main = table.current_snapshot()
+    if main is None:
+        return []
+    field_id = batch_field_id(table)
+    return [f for f in data_files(table, main.snapshot_id)
+            if file_batch(f, field_id) == batch_id and _rows_at(table, f, source_file, line_number)]
 
 
-def _recalled_at(part: Partition | None, source_file: str, line_number: int) -> bool:
+def _recalled_at(tables: DatasetTables, batch_id: str, source_file: str, line_number: int) -> bool:
     """True when the quarantine already holds the row as recalled (an earlier call got that far)."""
-    if part is None:
+    if tables.batch(QUARANTINE, batch_id) is None:
         return False
-    for uri in _data_files(part.uri):
-        table = _read(uri, ["reasons", "_source_file", "_line_number"]).filter(_at(source_file, line_number))
-        for reasons in table.column("reasons").to_pylist():
-            if any(r["rule"] == RULE for r in reasons or ()):
-                return True
+    table = tables.read(QUARANTINE, batch_id, ["reasons", "_source_file", "_line_number"])
+    for reasons in table.filter(_at(source_file, line_number)).column("reasons").to_pylist():
+        if any(r["rule"] == RULE for r in reasons or ()):
+            return True
     return False
 
 
-def _quarantine_rows(rows: pa.Table, raw: bytes, entry: Entry, part: Partition | None) -> pa.Table:
-    """The recalled rows shaped as the batch's quarantine rows: `_raw`, one `registry.recalled`
-    reason, the typed fields as they were published, lineage."""
-    files = _data_files(part.uri) if part else []
-    if files:  # the batch's own quarantine schema, Spark's metadata included
-        fs, path = _arrow_file(files[0])
-        schema = pq.read_schema(path, filesystem=fs)
-    else:
-        schema = pa.schema([pa.field("_raw", pa.binary()), pa.field("reasons", pa.list_(REASON)),
-                            *rows.schema])
+def _quarantine_rows(rows: pa.Table, raw: bytes, entry: Entry, quarantine: Table) -> pa.Table:
+    """The recalled rows shaped as the quarantine table's rows: `_raw`, one `registry.recalled`
+    reason, the typed fields as they were published, lineage, the batch's date and id."""
+    schema = quarantine.schema().as_arrow()
     reason = {"layer": "registry", "rule": RULE, "column": None, "message": entry.why, "value": entry.id}
     columns = []
     for field in schema:
@@ -199,61 +203,22 @@ def _quarantine_rows(rows: pa.Table, raw: bytes, entry: Entry, part: Partition |
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _rewrite(lake: Lake, zone: str, dataset: str, date: str, batch_id: str, target: str, *,
-             keep: list[str], extra: pa.Table | None = None, like: str | None = None,
-             cut: tuple[list[str], str, int] | None = None) -> None:
-    """Build the partition's new folder aside and swap it in whole: the files in `keep` copied
-    as they are, the files in `cut` rewritten without the rows of that place, `extra` added."""
-    aside = lake.run_output(zone, dataset, date, batch_id, f"recall-{new_run_id()}")
-    fs, folder = fsspec.core.url_to_fs(aside)
-    fs.makedirs(folder, exist_ok=True)
-    for uri in keep:
-        fs.copy(fsspec.core.url_to_fs(uri)[1], f"{folder}/{uri.rsplit('/', 1)[-1]}")
-    if cut is not None:
-        files, source_file, line_number = cut
-        for uri in files:
-            table = _read(uri, None)
-            _write(table.filter(~_at(source_file, line_number)), f"{aside}/{uri.rsplit('/', 1)[-1]}",
-                   like=uri)
-    if extra is not None:
-        _write(extra, f"{aside}/part-recall-{new_run_id()}.snappy.parquet", like=like)
-    fs.touch(f"{folder}/_SUCCESS")
-    swap_in(aside, target)
-    remove_dir(lake.runs(zone, dataset, date, batch_id))  # what was at `target` before
+def _write(table: Table, rows: pa.Table, path: str) -> str:
+    """Parquet a table can take: timestamps in microseconds, as Spark writes them for it."""
+    with table.io.new_output(path).create(overwrite=True) as stream:
+        pq.write_table(rows, stream, compression="snappy", coerce_timestamps="us")
+    return path
 
 
-def _write(table: pa.Table, uri: str, like: str | None) -> None:
-    """Parquet with the timestamps stored as in the file `like`: Spark writes INT96, which pyarrow
-    reads as nanoseconds without a zone, a type Spark 4 cannot read back (nor mix with its own
-    timestamps); written as INT96 again, the values and Spark's type are kept."""
-    int96 = False
-    if like is not None:
-        fs, path = _arrow_file(like)
-        schema = pq.ParquetFile(path, filesystem=fs).schema
-        int96 = any(schema.column(i).physical_type == "INT96" for i in range(len(schema)))
-    fs, path = _arrow_file(uri)
-    pq.write_table(table, path, filesystem=fs, compression="snappy", use_deprecated_int96_timestamps=int96)
-
-
-def _recalled_partition(lake: Lake, zone: str, dataset: str, batch_id: str) -> Partition:
-    """A partition of the batch after its recall: the valid one it started from, the quarantine
-    one it found or wrote (under the batch's lease, nothing removes them)."""
-    found = partition(lake, zone, dataset, batch_id)
-    if found is None:
-        raise NotInLake(f"batch {batch_id!r} of {dataset!r} has no {zone} partition after its recall")
-    return found
-
-
-def _account(lake: Lake, dataset: str, date: str, batch_id: str, entry: Entry, source_file: str,
+def _account(lake: Lake, tables: DatasetTables, date: str, batch_id: str, entry: Entry, source_file: str,
              line_number: int, *, moved: int, by: str) -> Recalled:
-    """Counts from the partitions as they are now, into the summary and the ledger record."""
-    valid = row_count(_recalled_partition(lake, "valid", dataset, batch_id))
-    quarantine_part = _recalled_partition(lake, "quarantine", dataset, batch_id)
-    quarantined = row_count(quarantine_part)
+    """Counts from the tables as they are now, into the summary and the ledger record."""
+    dataset = tables.dataset
+    valid = getattr(tables.batch(VALID, batch_id), "rows", 0)
+    quarantined = getattr(tables.batch(QUARANTINE, batch_id), "rows", 0)
     rules: Counter[str] = Counter()
-    for uri in _data_files(quarantine_part.uri):
-        for reasons in _read(uri, ["reasons"]).column("reasons").to_pylist():
-            rules.update({r["rule"] for r in reasons or ()})
+    for reasons in tables.read(QUARANTINE, batch_id, ["reasons"]).column("reasons").to_pylist():
+        rules.update({r["rule"] for r in reasons or ()})
     counts = {"valid": valid, "quarantined": quarantined, "recalled": rules.get(RULE, 0)}
     record = {"entry": entry.id, "source_file": source_file, "line_number": line_number,
               "why": entry.why, "by": by, "at": datetime.now(UTC).isoformat(timespec="seconds")}

@@ -1,12 +1,12 @@
-"""Release a held batch: publish its staged valid rows because an operator says so.
+"""Release a held batch: publish its valid rows because an operator says so.
 
 A batch is held when its quarantine rate or its batch gate says the feed may be broken;
-its valid rows wait under `valid/<dataset>/_staging/`. When an operator has looked and
-decides they are good (the poison was isolated, the gate's failure is understood),
-`release_batch` publishes them as the publish task would (`publish_batch`, under the
-batch's lease, the run the summary names), marks the summary, and rewrites the batch's
-ledger record as `published` with `released: {by, why, at}`, so the ledger tells
-that the batch was held first and who let it out. No Spark: a folder swap and JSON.
+its valid rows wait on its audit branch of the valid table (`audit-<batch>`). When an
+operator has looked and decides they are good (the poison was isolated, the gate's failure is
+understood), `release_batch` publishes them as the publish task would (`publish_judged`: main
+moved to the branch, under the batch's lease, the run the summary names), marks the summary, and
+rewrites the batch's ledger record as `published` with `released: {by, why, at}`, so the ledger
+tells that the batch was held first and who let it out. No Spark: a catalog commit and JSON.
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from typing import Any
 from foodtaster.errors import UsageError
 from foodtaster.logs import batch_logger
 from foodtaster.state import ledger
-from foodtaster.state.lake import Lake, check_batch_id, exists, read_json, run_id_from, write_json
-from foodtaster.state.lease import batch_lease
-from foodtaster.state.publish import publish_batch
+from foodtaster.state.lake import Lake, check_batch_id, exists, read_json
+from foodtaster.state.publish import NothingStaged, publish_judged
 from foodtaster.summary import BatchSummary
 
 
@@ -40,22 +39,24 @@ def release_batch(lake: Lake, dataset: str, batch_id: str, why: str, by: str) ->
     if summary.published:
         raise ReleaseError(f"{dataset} batch {batch_id} is already published: nothing to release")
     batch_date = summary.batch_date
-    if not exists(lake.staged_valid(dataset, batch_date, batch_id)):
-        raise ReleaseError(f"{dataset} batch {batch_id}: no staged valid rows to release "
-                           f"(expected at {lake.staged_valid(dataset, batch_date, batch_id)})")
     released = ledger.Released(by=by, why=why.strip(), at=datetime.now(UTC).isoformat(timespec="seconds"))
-    with batch_lease(lake, dataset, batch_id, run_id_from(f"release-{batch_id}")):
-        path = publish_batch(lake, dataset, batch_date, batch_id)
-        write_json(summary_uri, summary.with_changes(
-            published=True, published_at=released["at"], released=dict(released)).to_json())
+    try:
+        summary = publish_judged(lake, dataset, batch_id, summary.run_id, summary_uri,
+                                 {"by": released["by"], "why": released["why"], "at": released["at"]})
+    except NothingStaged as err:
+        raise ReleaseError(f"{dataset} batch {batch_id}: no valid rows waiting to be released: "
+                           f"{err}") from err
+    assert summary.tables is not None
+    where = f"{summary.tables.valid}@{summary.tables.tag}"
     found = [e for e in ledger.batch_entries(lake, dataset) if e["batch_id"] == batch_id]
     ledger.record_batch(lake, dataset, ledger.released_entry(found[-1] if found else None, summary, released))
     ledger.record_redrive(lake, dataset, {
         "batch_id": f"release-{batch_id}"[:64], "kind": "release", "released_batch": batch_id,
-        "batch_date": batch_date, "by": by, "why": released["why"], "published": {batch_date: path},
+        "batch_date": batch_date, "by": by, "why": released["why"], "published": {batch_date: where},
         "counts": {"published": summary.valid},
     })
-    batch_logger(__name__, dataset, batch_id).event("released", by=by, why=released["why"], path=path,
+    batch_logger(__name__, dataset, batch_id).event("released", by=by, why=released["why"], table=where,
                                                     valid=summary.valid)
-    return {"dataset": dataset, "batch_id": batch_id, "batch_date": batch_date, "path": path,
+    return {"dataset": dataset, "batch_id": batch_id, "batch_date": batch_date, "table": summary.tables.valid,
+            "snapshot_id": summary.tables.published_snapshot, "tag": summary.tables.tag,
             "valid": summary.valid, "released": released}

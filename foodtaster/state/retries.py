@@ -31,17 +31,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 
 from foodtaster.lineage import BATCH_ID, LINE_NUMBER, LINEAGE_KEY, SOURCE_FILE, lineage_key
-from foodtaster.state.browse import column_at, with_reason
+from foodtaster.state.browse import column_at, read_batch, table_columns, with_reason
 from foodtaster.state.dispositions import EXHAUSTED, REDRIVEN, RETRYING, SETTLED, Dispositions
 from foodtaster.state.groups import RULE as HELD_RULE
 from foodtaster.state.groups import GroupLog
-from foodtaster.state.lake import Lake, exists
+from foodtaster.state.lake import Lake
+from foodtaster.state.tables import QUARANTINE
 
 
 @dataclass(frozen=True)
@@ -88,23 +87,21 @@ class Policy(Protocol):
     def wait_s(self, attempts: int) -> float: ...
 
 
-def retry_candidates(root: str, columns: Iterable[str], rules: Collection[str],
+def retry_candidates(lake: Lake, dataset: str, columns: Iterable[str], rules: Collection[str],
                      held_rule: str | None) -> list[dict[str, Any]]:
-    """The quarantine zone's rows (only `columns`) that could make the pass work, as dicts:
+    """The quarantine table's rows (only `columns`) that could make the pass work, as dicts:
     those whose every reason's rule is among `rules` (and that have one), and those with
-    `held_rule` among their reasons' rules. Files and folders named `_*` or `.*` are left
-    out, as Spark leaves them out. A column may be a nested field's path (a nested dataset's
-    `group_by`, `data.order_id`): read through its top-level struct, keyed by the path.
+    `held_rule` among their reasons' rules. A column may be a nested field's path (a nested
+    dataset's `group_by`, `data.order_id`): read through its top-level struct, keyed by the path.
 
     The rules are matched with pyarrow first: a quarantine is mostly rows no pass retries
     or releases, and turning each (with its reasons) into a dict cost seconds a 100k rows.
     """
-    fs, path = fsspec.core.url_to_fs(root)
-    data = pads.dataset(path, filesystem=fs, format="parquet", partitioning="hive")
-    wanted = [c for c in dict.fromkeys(columns) if _root(c) in data.schema.names]
-    if "reasons" not in data.schema.names:
+    names = table_columns(lake, QUARANTINE, dataset)
+    wanted = [c for c in dict.fromkeys(columns) if _root(c) in names]
+    if "reasons" not in names:
         return []
-    table = data.to_table(columns=list(dict.fromkeys([*map(_root, wanted), "reasons"])))
+    table = read_batch(lake, QUARANTINE, dataset, None, list(dict.fromkeys([*map(_root, wanted), "reasons"])))
     if not table.num_rows:
         return []
     reasons = table.column("reasons")
@@ -135,14 +132,13 @@ def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_b
     """Why the retry pass of `dataset` must run now, or None when it would do nothing."""
     if not (policies or group_by):
         return None
-    root = lake.zone("quarantine", dataset)
-    if not exists(root):
+    if not table_columns(lake, QUARANTINE, dataset):
         return None
     state = retry_state(lake, dataset)  # one fold of the dispositions log
     settled = state.done()
     columns = [*LINEAGE_KEY, "_ingested_at", "reasons", *([group_by] if group_by else [])]
     # pyarrow keeps the rows whose rules could matter; the rules below decide, row by row
-    candidates = retry_candidates(root, columns, policies, HELD_RULE if group_by else None)
+    candidates = retry_candidates(lake, dataset, columns, policies, HELD_RULE if group_by else None)
     pending = [row for row in candidates if _row_key(row) not in settled]
 
     for row in pending if policies else []:

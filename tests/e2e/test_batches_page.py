@@ -16,16 +16,17 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import requests
 from support.e2e import HOLDING, fill_inbox
 from support.environment import need
+from support.lake import commit_rows
 from support.webdriver import ELEMENT, Browser, WebDriverError, browser_binaries
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake, write_json
 from foodtaster.state.ledger import record_batch
+from foodtaster.state.tables import QUARANTINE
 from foodtaster_airflow.rest import AirflowApi, AirflowApiError
 from foodtaster_dev.localenv import LocalAirflow, free_port, stop_group, wait_for_http
 
@@ -95,12 +96,10 @@ def fill_lake(root: str) -> None:
                                   "message": "not strict JSON", "value": None}]}],
     })
     # its quarantine as the job writes it: 36 json.invalid (the hostile one first), 80 amount
-    folder = Path(lake.quarantine("orders", "2026-11-12", "20261112"))
-    folder.mkdir(parents=True)
     rules = ["json.invalid"] * 36 + ["amount.greater_than(0)"] * 80
     raws = [HOSTILE_RAW.encode()] + [b'{"order_id": "o-%d", "amount": -%d}' % (n, n) for n in range(2, 117)]
     source = f"{lake.raw('orders', '2026-11-12', '20261112')}/part-1.jsonl"
-    pq.write_table(pa.table({
+    commit_rows(lake, "orders", QUARANTINE, "2026-11-12", "20261112", pa.table({
         "_raw": pa.array(raws, pa.binary()),
         "reasons": [[{"layer": "parse" if rule == "json.invalid" else "row", "rule": rule,
                       "column": None if rule == "json.invalid" else "amount",
@@ -110,7 +109,7 @@ def fill_lake(root: str) -> None:
         "_line_number": pa.array(range(1, 117), pa.int64()),
         "_ingested_at": ["2026-11-12T01:00:00+00:00"] * 116,
         "producer": ["checkout-svc"] * 90 + ["fulfilment-svc"] * 26,
-    }), folder / "part-00000.parquet")
+    }))
     fill_personal(lake)
 
 
@@ -121,17 +120,15 @@ def fill_personal(lake: Lake) -> None:
     record_batch(lake, PII, _entry(PII_DATE, 10, 3, "held", [[qty, 2], ["json.invalid", 1]]))
     write_json(lake.summary(PII, PII_ID), {"batch_id": PII_ID, "batch_date": PII_DATE, "messages": 10,
                                            "quarantined": 3, "reasons": {qty: 2, "json.invalid": 1}})
-    folder = Path(lake.quarantine(PII, PII_DATE, PII_ID))
-    folder.mkdir(parents=True)
     reasons = [[{"layer": "contract", "rule": qty, "column": "data.lines[0].qty",
                  "message": "must be >= 1", "value": f"-{n}"}] for n in (1, 2)]
     reasons.append([{"layer": "parse", "rule": "json.invalid", "column": None, "message": "not strict JSON",
                      "value": None}])
-    pq.write_table(pa.table({
+    commit_rows(lake, PII, QUARANTINE, PII_DATE, PII_ID, pa.table({
         "_raw": pa.array([raw.encode() for raw in PII_RAWS], pa.binary()), "reasons": reasons,
         "_batch_id": [PII_ID] * 3, "_source_file": [f"{lake.raw(PII, PII_DATE, PII_ID)}/part-1.jsonl"] * 3,
         "_line_number": pa.array([2, 5, 9], pa.int64()), "_ingested_at": ["2026-11-14T01:00:00+00:00"] * 3,
-    }), folder / "part-00000.parquet")
+    }))
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,10 @@ from support.e2e import (
     VALID_URI,
     asset_events,
     fill_inbox,
-    parquet_rows,
     partitions,
+    staged,
 )
+from support.lake import row_count
 from support.servers import SmtpSink, WebhookSink
 
 from foodtaster.lake_paths import relative_to_lake
@@ -25,6 +26,7 @@ from foodtaster.state import ledger
 from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, exists
+from foodtaster.state.tables import QUARANTINE, VALID
 from foodtaster_dev.localenv import CDS_ARCHIVE, LocalAirflow
 
 pytestmark = pytest.mark.slow
@@ -84,8 +86,8 @@ def test_a_clean_batch_is_published_with_no_alert(airflow, lake, tmp_path):
 
     expected = batch.counts()
     the_lake = Lake(lake)
-    assert parquet_rows(the_lake.valid(DATASET, date, batch_id)) == expected["valid"] == 200
-    assert not exists(the_lake.staged_valid(DATASET, date, batch_id))
+    assert row_count(the_lake, DATASET, VALID, batch_id) == expected["valid"] == 200
+    assert not staged(the_lake, DATASET, batch_id)
     entry = ledger_entry(lake, batch_id)
     assert entry["verdict"] == "published"
     assert (entry["messages"], entry["valid"], entry["quarantined"]) == (200, 200, 0)
@@ -101,12 +103,12 @@ def test_a_manual_run_reprocesses_the_batch_named_in_its_params(airflow, lake, t
     validated and published again in place (same partition, same rows)."""
     date, batch_id = "2026-11-20", "20261120"
     the_lake = Lake(lake)
-    valid_before = parquet_rows(the_lake.valid(DATASET, date, batch_id))
+    valid_before = row_count(the_lake, DATASET, VALID, batch_id)
     log = tmp_path / "run.log"
     run = airflow.dags_test(f"{DAG_ID}_reprocess", "2026-11-26", conf={"batch_id": batch_id}, log=log)
     assert run["state"] == "success", log.read_text()[-5000:]
     assert run["tasks"]["validate"] == "success" and run["tasks"]["publish"] == "success"
-    assert parquet_rows(the_lake.valid(DATASET, date, batch_id)) == valid_before == 200
+    assert row_count(the_lake, DATASET, VALID, batch_id) == valid_before == 200
     assert partitions(lake, "valid") == [f"batch_date={date}/batch_id={batch_id}"]
     assert partitions(lake, "raw") == [f"batch_date={date}/batch_id={batch_id}"]
     entry = ledger_entry(lake, batch_id)
@@ -124,8 +126,8 @@ def test_a_batch_over_alert_rate_is_published_and_alerts_by_email_and_slack(
     assert run["tasks"]["publish"] == "success"
     assert run["tasks"]["alert"] == "success"
     the_lake = Lake(lake)
-    assert parquet_rows(the_lake.valid(DATASET, date, batch_id)) == expected["valid"]
-    assert parquet_rows(the_lake.quarantine(DATASET, date, batch_id)) == expected["quarantined"]
+    assert row_count(the_lake, DATASET, VALID, batch_id) == expected["valid"]
+    assert row_count(the_lake, DATASET, QUARANTINE, batch_id) == expected["quarantined"]
 
     # email: received by the real SMTP server, with the contents an operator needs
     (mail,) = smtp.messages
@@ -137,8 +139,9 @@ def test_a_batch_over_alert_rate_is_published_and_alerts_by_email_and_slack(
     assert "&lt;script&gt;" in html
     assert "<script>" not in html
     assert str(expected["quarantined"]) in text
-    # where the quarantine is, relative to the lake, as everything a person reads names it
-    assert relative_to_lake(the_lake.quarantine(DATASET, date, batch_id), the_lake.root) in text
+    # where the quarantined rows are: the table, the batch; the report relative to the lake
+    assert f"Quarantine table: foodtaster.{DATASET}_quarantine (batch_id = '{batch_id}')" in text
+    assert relative_to_lake(the_lake.report(DATASET, batch_id), the_lake.root) in text
     assert "customer_id" in html or "currency" in html  # the top reasons
 
     # Slack: one POST to the webhook path, escaped too
@@ -165,8 +168,8 @@ def test_a_batch_over_hold_rate_is_held_not_published(airflow, lake, tmp_path):
     # red where an engineer looks first: the run fails at its verdict task (docs/decisions/017)
     assert run["tasks"]["verdict"] == "failed" and run["state"] == "failed"
     the_lake = Lake(lake)
-    assert not exists(the_lake.valid(DATASET, date, batch_id))
-    assert parquet_rows(the_lake.quarantine(DATASET, date, batch_id)) == (
+    assert not (row_count(the_lake, DATASET, VALID, batch_id) > 0)
+    assert row_count(the_lake, DATASET, QUARANTINE, batch_id) == (
         batch.counts()["quarantined"]
     )
     entry = ledger_entry(lake, batch_id)

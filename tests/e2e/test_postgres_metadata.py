@@ -5,19 +5,12 @@ migrated one) and drops it after."""
 from __future__ import annotations
 
 import pytest
-from support.e2e import (
-    ALERTING,
-    DAG_ID,
-    DATASET,
-    VALID_URI,
-    asset_events,
-    fill_inbox,
-    metadata_database,
-    parquet_rows,
-)
+from support.e2e import ALERTING, DAG_ID, DATASET, VALID_URI, asset_events, fill_inbox, metadata_database
+from support.lake import row_count
 
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, exists
+from foodtaster.state.tables import QUARANTINE, VALID
 from foodtaster_dev.localenv import LocalAirflow, drop_postgres_database
 
 pytestmark = pytest.mark.slow
@@ -44,8 +37,8 @@ def test_the_dag_runs_with_its_metadata_on_postgres(tmp_path_factory, database):
     assert run["state"] == "success", log.read_text()[-5000:]
     assert run["tasks"]["publish"] == "success" and run["tasks"]["alert"] == "success"
     the_lake = Lake(lake)
-    assert parquet_rows(the_lake.valid(DATASET, date, batch_id)) == expected["valid"]
-    assert parquet_rows(the_lake.quarantine(DATASET, date, batch_id)) == expected["quarantined"]
+    assert row_count(the_lake, DATASET, VALID, batch_id) == expected["valid"]
+    assert row_count(the_lake, DATASET, QUARANTINE, batch_id) == expected["quarantined"]
     (entry,) = ledger.batch_entries(the_lake, DATASET)
     assert entry["verdict"] == "published" and entry["batch_id"] == batch_id
     # no SMTP or Slack connection here: the alert is a file under the lake

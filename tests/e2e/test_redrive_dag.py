@@ -4,16 +4,16 @@ publish (Asset events, ledger), then a second redrive that moves nothing. Accoun
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
-from support.e2e import DATASET, HOLDING, VALID_URI, asset_events, fill_inbox, parquet_rows
+from support.e2e import DATASET, HOLDING, VALID_URI, asset_events, fill_inbox
+from support.lake import row_count
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state import ledger
 from foodtaster.state.accounts import check_accounts
-from foodtaster.state.lake import Lake, exists, read_json
+from foodtaster.state.lake import Lake, read_json
+from foodtaster.state.tables import VALID, BatchFiles, DatasetTables
 from foodtaster_dev.localenv import LocalAirflow
 
 pytestmark = pytest.mark.slow
@@ -48,8 +48,9 @@ def _redrive_run(af, logical_date, conf, tmp_path):
     return run
 
 
-def _redrive_partitions(lake: Lake) -> list[Path]:
-    return sorted((Path(lake.root) / "valid" / DATASET).glob("batch_date=*/batch_id=redrive-*"))
+def _redrive_partitions(lake: Lake) -> list[BatchFiles]:
+    """The redrives' batches main of the valid table holds."""
+    return [b for b in DatasetTables(lake, DATASET).batches(VALID) if b.batch_id.startswith("redrive-")]
 
 
 def test_a_dry_run_from_the_form_moves_nothing(setting, tmp_path):
@@ -68,10 +69,10 @@ def test_a_redrive_and_a_release_publish_and_the_ledger_tells_it(setting, tmp_pa
     run = _redrive_run(af, "2026-12-02", conf, tmp_path)
     assert run["tasks"]["announce"] == "success" and run["tasks"]["release"] == "success"
     (partition,) = _redrive_partitions(lake)
-    assert partition.parent.name == f"batch_date={DATE}"
-    moved = parquet_rows(partition)
+    assert partition.batch_date == DATE
+    moved = partition.rows
     assert moved > 0
-    assert exists(lake.valid(DATASET, DATE, BATCH))  # released
+    assert (row_count(lake, DATASET, VALID, BATCH) > 0)  # released
     (entry,) = [e for e in ledger.batch_entries(lake, DATASET) if e["batch_id"] == BATCH]
     assert entry["verdict"] == "published" and entry["released"]["why"] == "lowercase currency accepted"
     redrives = ledger.redrive_entries(lake, DATASET)

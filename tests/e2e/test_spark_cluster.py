@@ -9,13 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 import requests
 from support.e2e import ALERTING, DAG_ID, DATASET, fill_inbox
+from support.lake import batch_rows
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake
+from foodtaster.state.tables import QUARANTINE, VALID, audit_branch
 from foodtaster_dev.localenv import (
     CDS_ARCHIVE,
     VENV_BIN,
@@ -77,9 +78,11 @@ def cluster(tmp_path_factory):
         stop_group(master)
 
 
-def table_rows(path: str, sort_keys: tuple[str, ...] = ("_source_file", "_line_number")):
-    """Every row of a partition but the wall-clock `_ingested_at`, in a stable order."""
-    table = pq.read_table(path)
+def table_rows(lake: Lake, zone: str, ref: str = "main",
+               sort_keys: tuple[str, ...] = ("_source_file", "_line_number")):
+    """Every row of the batch in a table on `ref` but the wall-clock `_ingested_at`, in a stable order."""
+    table = batch_rows(lake, DATASET, zone, BATCH_ID, ref)
+    assert table is not None, f"no {zone} row of {BATCH_ID} on {ref}"
     table = table.drop_columns([c for c in ("_ingested_at",) if c in table.column_names])
     return sorted(table.to_pylist(), key=lambda row: tuple(row[k] for k in sort_keys))
 
@@ -126,9 +129,9 @@ def test_validate_on_a_standalone_cluster_gives_the_local_partitions(cluster, tm
         assert len(logs) > 2 and not [log for log in logs if "Unable to use shared archive"
                                       in log.read_text(errors="replace")], logs
 
-    cluster_valid = table_rows(the_lake.valid(DATASET, DATE, BATCH_ID))
-    local_valid = table_rows(local.staged_valid(DATASET, DATE, BATCH_ID))
+    cluster_valid = table_rows(the_lake, VALID)
+    local_valid = table_rows(local, VALID, ref=audit_branch(BATCH_ID))  # --no-publish: on its branch
     assert len(cluster_valid) > 0 and cluster_valid == local_valid
-    cluster_quarantine = table_rows(the_lake.quarantine(DATASET, DATE, BATCH_ID))
-    local_quarantine = table_rows(local.quarantine(DATASET, DATE, BATCH_ID))
+    cluster_quarantine = table_rows(the_lake, QUARANTINE)
+    local_quarantine = table_rows(local, QUARANTINE)
     assert len(cluster_quarantine) > 0 and cluster_quarantine == local_quarantine

@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.lake import row_count
 
+from foodtaster.state.lake import Lake
+from foodtaster.state.tables import VALID, audit_branch
 from foodtaster_dev import sample
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,9 +45,10 @@ def test_validate_batch_under_spark_submit(tmp_path):
     summary = json.loads((tmp_path / "lake/reports/orders/s1/summary.json").read_text())
     assert printed["messages"] == summary["messages"] == generated.messages == 300
     assert summary["valid"] == generated.counts()["valid"]
-    assert printed["published"] is False  # --no-publish: staged for the pipeline's gate
-    assert (tmp_path / "lake/valid/orders/_staging/batch_date=2026-11-20/batch_id=s1").is_dir()
-    assert not (tmp_path / "lake/valid/orders/batch_date=2026-11-20").exists()
+    assert printed["published"] is False  # --no-publish: on its audit branch for the pipeline's gate
+    lake = Lake(str(tmp_path / "lake"))
+    assert row_count(lake, "orders", VALID, "s1", ref=audit_branch("s1")) == summary["valid"]
+    assert row_count(lake, "orders", VALID, "s1") == 0  # not on main
 
 
 def test_bad_arguments_fail_clearly(tmp_path):

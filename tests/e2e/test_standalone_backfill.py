@@ -26,15 +26,17 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from support.chains import run_chain
-from support.e2e import HOLDING, fill_inbox, metadata_database, parquet_rows, partitions
+from support.e2e import HOLDING, fill_inbox, metadata_database, partitions
 from support.environment import TESTS_DIR
+from support.lake import row_count
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state import ledger
 from foodtaster.state.accounts import check_accounts
 from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import GroupLog
-from foodtaster.state.lake import Lake, exists, read_json
+from foodtaster.state.lake import Lake, read_json
+from foodtaster.state.tables import VALID, DatasetTables
 from foodtaster_airflow.rest import AirflowApi, AirflowApiError
 from foodtaster_dev import sample
 from foodtaster_dev.localenv import (
@@ -169,8 +171,9 @@ def backfilled(lake: str, zone: str) -> list[str]:
 
 
 def rows(lake: str, zone: str) -> dict[str, int]:
-    return {part: parquet_rows(Path(lake) / zone / "orders" / part)
-            for part in backfilled(lake, zone)}
+    batches = {f"batch_date={b.batch_date}/batch_id={b.batch_id}": b.rows
+               for b in DatasetTables(Lake(lake), "orders").batches(zone)}
+    return {part: batches[part] for part in backfilled(lake, zone)}
 
 
 def backfill_of_two_days_then_the_same_backfill_again_adds_no_row(standalone, lake):
@@ -231,7 +234,7 @@ def the_dag_pauses_itself_after_disable_after_held_batches(standalone, lake):
     assert [e["verdict"] for e in held] == ["held", "held"]
     assert ledger.held_streak(the_lake, "orders_poisoned") == 2
     for day in POISONED_DAYS:
-        assert not exists(the_lake.valid("orders_poisoned", day, day.replace("-", "")))
+        assert row_count(the_lake, "orders_poisoned", VALID, day.replace("-", "")) == 0
 
     assert api.dag(dag_id)["is_paused"] is True
     assert ledger.is_disabled(the_lake, "orders_poisoned")
@@ -254,7 +257,7 @@ def a_held_batch_is_released_from_the_redrive_dag_triggered_through_the_api(stan
     _run_id, states = trigger(api, dag_id, conf, log)
     assert (states["release"], states["redrive"], states["announce"]) == ("success", "success", "skipped")
     the_lake = Lake(lake)
-    assert exists(the_lake.valid("orders_poisoned", day, batch_id))
+    assert (row_count(the_lake, "orders_poisoned", VALID, batch_id) > 0)
     (entry,) = [e for e in ledger.batch_entries(the_lake, "orders_poisoned") if e["batch_id"] == batch_id]
     assert entry["verdict"] == "published" and entry["released"]["why"] == why
     assert entry["messages"] == entry["valid"] + entry["quarantined"] + entry["duplicates_dropped"]

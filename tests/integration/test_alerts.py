@@ -34,8 +34,6 @@ CONFIG = DatasetConfig(
 )
 SCRIPT = '{"customer_id":"<script>alert(1)</script>","note":"a & b"}'
 PATHS = {
-    "valid": "/lake/valid/orders/batch_date=2026-11-20/batch_id=20261120",
-    "quarantine": "/lake/quarantine/orders/batch_date=2026-11-20/batch_id=20261120",
     "report": "/lake/reports/orders/20261120",
     "data_docs": "/lake/reports/orders/20261120/data_docs/index.html",
 }
@@ -59,6 +57,8 @@ def summary(**changes: Any) -> dict[str, Any]:
         ],
         "gate": {"passed": True, "failed": []},
         "paths": PATHS,
+        "tables": {"names": {"valid": "orders", "quarantine": "orders_quarantine", "namespace": "foodtaster",
+                             "catalog": "foodtaster"}, "branch": "audit-20261120"},
         "timings": {"total_s": 12.3},
         **changes,
     }
@@ -182,7 +182,7 @@ def test_slack_webhook_gets_escaped_mrkdwn() -> None:
     for fact in ("*Messages:* 1000", "*Quarantined:* 45", "4.50%", "alert_rate 2.00%",
                  "`currency.isin` — 25", "`json.invalid` — 8", *PATHS.values()):
         assert fact in everything, fact
-    assert f"*Quarantine partition:* `{PATHS['quarantine']}`" in everything
+    assert "*Quarantine table:* `foodtaster.orders_quarantine (batch_id = '20261120')`" in everything
     assert "<script>" not in body.decode()
     assert (
         "```{\"customer_id\":\"&lt;script&gt;alert(1)&lt;/script&gt;\",\"note\":\"a &amp; b\"}```"
@@ -267,19 +267,17 @@ def test_write_alert_file(tmp_path: Path) -> None:
     assert "5.00%" in Path(path).read_text(encoding="utf-8")
 
 
-STAGED = "/lake/valid/orders/_staging/batch_date=2026-11-20/batch_id=20261120"
-
-
-def test_the_alert_lists_only_the_partitions_that_exist_under_their_titles() -> None:
-    # A held batch is staged, never published; a published one is no longer staged.
-    held = batch_alert(quarantine_rate=0.287, paths={**PATHS, "staged_valid": STAGED})
-    published = batch_alert(paths={**PATHS, "staged_valid": STAGED})
-    for text in (held.text, published.text, *held.slack_sections, *published.slack_sections):
-        assert "staged_valid" not in text
-    assert "Staged valid rows (not published): " + STAGED in held.text
-    assert PATHS["valid"] not in held.text and PATHS["valid"] not in held.html
-    assert "Valid partition:" in published.text and PATHS["valid"] in published.text
-    assert STAGED not in published.text and STAGED not in published.html
+def test_the_alert_says_where_the_rows_are_in_the_tables_by_the_verdict() -> None:
+    # A held batch's valid rows wait on its audit branch; a published one's are on main, tagged.
+    held, published = (" ".join(alert.text.split()) for alert in (batch_alert(quarantine_rate=0.287),
+                                                                    batch_alert()))
+    branch = "Valid rows: foodtaster.orders on branch audit-20261120 (not published)"
+    tagged = "Valid rows: foodtaster.orders on main, tag batch-20261120"
+    assert branch in held and tagged not in held
+    assert tagged in published and branch not in published
+    for text in (held, published):
+        assert "Quarantine table: foodtaster.orders_quarantine (batch_id = '20261120')" in text
+        assert "Report: /lake/reports/orders/20261120" in text
 
 
 def test_the_alert_log_line_shows_the_rate_as_written(

@@ -76,12 +76,16 @@ def test_the_stack_has_airflow_on_postgres_spark_and_a_mail_catcher(resolved):
     assert {8080, 8081, 8025} <= {int(p) for p in published}
 
 
+def _binds(volumes: list) -> list[str]:
+    """A service's bind mounts as `source:target`, whichever form compose resolved them to."""
+    binds = [v for v in volumes if isinstance(v, str) and v.startswith("/")]
+    return binds + [f"{v['source']}:{v['target']}" for v in volumes
+                    if isinstance(v, dict) and v.get("type") == "bind"]
+
+
 def test_the_repo_is_mounted_and_every_mount_exists(resolved):
     for name in (*AIRFLOW_SERVICES, *SPARK_WORKERS):
-        volumes = resolved["services"][name]["volumes"]
-        binds = [v for v in volumes if isinstance(v, str) and v.startswith("/")]
-        binds += [f"{v['source']}:{v['target']}" for v in volumes
-                  if isinstance(v, dict) and v.get("type") == "bind"]
+        binds = _binds(resolved["services"][name]["volumes"])
         targets = {bind.split(":")[1] for bind in binds}
         assert {"/opt/foodtaster/dags", "/opt/foodtaster/foodtaster", "/opt/foodtaster/spark_jobs",
                 "/opt/foodtaster/pipeline.yaml", LAKE_MOUNT} <= targets, name
@@ -132,3 +136,19 @@ def test_spark_workers_join_the_master_and_share_the_lake(resolved):
     assert scheduler_env["FOODTASTER_LAKE"].startswith(LAKE_MOUNT)
     assert "spark.driver.host=airflow-scheduler" in scheduler_env["FOODTASTER_SPARK_CONF"]
     assert services["airflow-scheduler"]["hostname"] == "airflow-scheduler"
+
+
+def test_the_tables_catalog_is_on_the_stacks_postgres_and_its_warehouse_in_the_shared_lake(resolved):
+    services = resolved["services"]
+    (init,) = [bind for bind in _binds(services["postgres"]["volumes"])
+               if bind.split(":")[1].startswith("/docker-entrypoint-initdb.d/")]
+    assert "CREATE DATABASE foodtaster_catalog" in Path(init.split(":")[0]).read_text()
+    for name in AIRFLOW_SERVICES:
+        env = services[name]["environment"]
+        assert env["PYICEBERG_CATALOG__FOODTASTER__TYPE"] == "sql"
+        assert env["PYICEBERG_CATALOG__FOODTASTER__URI"] == (
+            "postgresql+psycopg2://airflow:airflow@postgres:5432/foodtaster_catalog")
+        warehouse = env["PYICEBERG_CATALOG__FOODTASTER__WAREHOUSE"]
+        assert warehouse.startswith(f"file://{LAKE_MOUNT}/")  # where every Spark worker reads and writes
+    for name in SPARK_WORKERS:
+        assert any(bind.split(":")[1] == LAKE_MOUNT for bind in _binds(services[name]["volumes"]))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from support.frames import batch_frame
 
 from foodtaster.engine.crash import TooManyCrashes
 from foodtaster.engine.job import BatchRun
@@ -24,6 +25,7 @@ from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake
 from foodtaster.state.poison import PoisonList, fingerprint
+from foodtaster.state.tables import QUARANTINE, VALID
 from foodtaster_dev import sample
 
 DATE = "2026-11-20"
@@ -70,7 +72,7 @@ def _accounted(summary: dict) -> None:
 
 
 def _crash_rows(spark, run: BatchRun) -> dict[tuple[str, int], list]:
-    quarantine = spark.read.parquet(run.lake.quarantine("orders", DATE, run.batch_id))
+    quarantine = batch_frame(spark, run.lake, "orders", QUARANTINE, run.batch_id)
     crashed = quarantine.where(F.exists("reasons", lambda r: r.layer == "crash"))
     return {(r._source_file.rsplit("/", 1)[1], r._line_number): r.reasons for r in crashed.collect()}
 
@@ -94,12 +96,12 @@ def test_crashing_messages_are_isolated_listed_quarantined_and_not_isolated_agai
     assert {(e.source, e.match, e.why) for e in entries} == {("crash", "fingerprint", WHY)}
     seen = {(e.first_seen.source_file.rsplit("/", 1)[1], e.first_seen.line_number) for e in entries}
     assert seen == UNLUCKY and {e.first_seen.batch_id for e in entries} == {run.batch_id}
-    valid = spark.read.parquet(run.lake.valid("orders", DATE, run.batch_id))
+    valid = batch_frame(spark, run.lake, "orders", VALID, run.batch_id)
     assert valid.where(F.col("items") == 13).count() == 0
     # The poison list, the summary and the quarantine agree.
-    raw = {(fingerprint(bytes(r._raw)), len(r._raw)) for r in spark.read.parquet(
-        run.lake.quarantine("orders", DATE, run.batch_id)).where(
-        F.exists("reasons", lambda r: r.rule == "crash.isolated")).collect()}
+    quarantine = batch_frame(spark, run.lake, "orders", QUARANTINE, run.batch_id)
+    raw = {(fingerprint(bytes(r._raw)), len(r._raw))
+           for r in quarantine.where(F.exists("reasons", lambda r: r.rule == "crash.isolated")).collect()}
     assert raw == {(e.value, e.size) for e in entries}
 
     second = run_batch(spark, run).to_json()  # the messages are listed: nothing crashes, nothing is isolated
@@ -141,9 +143,9 @@ def test_a_lake_that_goes_away_mid_run_fails_the_batch_and_nothing_is_listed(
         deadline = time.monotonic() + 600
         while not (faults / "flagged.reached").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        valid = Path(run.lake.root) / "valid"
-        shutil.rmtree(valid, ignore_errors=True)
-        valid.write_text("not a folder: the lake's disk is gone")
+        tables = Path(run.lake.root) / "warehouse"  # where the tables' files go
+        shutil.rmtree(tables, ignore_errors=True)
+        tables.write_text("not a folder: the lake's disk is gone")
         (faults / "flagged.go").touch()
 
     thread = threading.Thread(target=pull_the_lake, daemon=True)

@@ -10,6 +10,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from support.frames import batch_frame
 
 from foodtaster.engine.accounting import CountsDoNotAddUp
 from foodtaster.engine.job import BatchRun
@@ -17,6 +18,7 @@ from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake
+from foodtaster.state.tables import QUARANTINE, VALID, DatasetTables
 from foodtaster_dev import sample
 
 DATE = "2026-11-20"
@@ -70,12 +72,12 @@ def test_hostile_files_end_in_the_quarantine_and_the_rest_is_processed(spark, tm
     assert summary["quarantined"] == 3 and summary["duplicates_dropped"] == 0
     assert summary["valid"] == summary["messages"] - 3
     assert summary["reasons"] == {"line.too_large": 2, "file.too_large": 1}
-    quarantine = spark.read.parquet(lake.quarantine("orders", DATE, landed.batch_id))
+    quarantine = batch_frame(spark, lake, "orders", QUARANTINE, landed.batch_id)
     got = {(r._source_file.rsplit("/", 1)[1], r._line_number, r.reasons[0].rule, len(r._raw))
            for r in quarantine.collect()}
     assert got == {("long.jsonl", 3, "line.too_large", 1024), ("long.jsonl", 5, "line.too_large", 1024),
                    ("bomb.jsonl.gz", None, "file.too_large", 1024 * 1024)}
-    valid = spark.read.parquet(lake.valid("orders", DATE, landed.batch_id))
+    valid = batch_frame(spark, lake, "orders", VALID, landed.batch_id)
     numbered = {(r._source_file.rsplit("/", 1)[1], r._line_number) for r in valid.collect()
                 if "long" in r._source_file or "12_30" in r._source_file}
     assert numbered == {("long.jsonl", 1), ("long.jsonl", 2), ("long.jsonl", 4),
@@ -105,7 +107,7 @@ def _at_fault(monkeypatch, tmp_path: Path, step: str, action) -> threading.Threa
     return thread
 
 
-def test_rows_lost_during_the_write_fail_the_batch_and_nothing_is_swapped_in(
+def test_rows_lost_during_the_write_fail_the_batch_and_nothing_is_committed(
     spark, tmp_path, monkeypatch
 ):
     lake = Lake(str(tmp_path / "lake"))
@@ -117,11 +119,12 @@ def test_rows_lost_during_the_write_fail_the_batch_and_nothing_is_swapped_in(
     first = run_batch(spark, BatchRun(config=config, input_path=landed.raw_path, lake=lake,
                                       batch_id=landed.batch_id, batch_date=DATE, gate=False)).to_json()
     assert first["duplicates_dropped"] > 0 and first["published"]
-    published = Path(lake.valid("orders", DATE, landed.batch_id))
-    before = sorted(p.read_bytes() for p in published.glob("*.parquet"))
+    tables = DatasetTables(lake, "orders")
+    before = {zone: tables.table(zone).metadata.refs for zone in (VALID, QUARANTINE)}
     summary_before = Path(lake.summary("orders", landed.batch_id)).read_bytes()
 
-    run_valid = Path(lake.run_output("valid", "orders", DATE, landed.batch_id, "lossy"))
+    folder = tables.run_folder(VALID, tables.table(VALID), DATE, landed.batch_id, "lossy")
+    run_valid = Path(folder.removeprefix("file://"))
     thread = _at_fault(monkeypatch, tmp_path, "written",
                        lambda: [p.unlink() for p in sorted(run_valid.glob("*.parquet"))[:1]])
     with pytest.raises(CountsDoNotAddUp, match=r"600 messages read but \d+ valid"):
@@ -129,9 +132,10 @@ def test_rows_lost_during_the_write_fail_the_batch_and_nothing_is_swapped_in(
                                   batch_id=landed.batch_id, batch_date=DATE, gate=False,
                                   run_id="lossy"))
     thread.join(5)
-    assert sorted(p.read_bytes() for p in published.glob("*.parquet")) == before
+    # no snapshot, no branch, no tag moved: main still holds the first run's rows alone
+    assert {zone: tables.table(zone).metadata.refs for zone in (VALID, QUARANTINE)} == before
+    assert tables.batch(VALID, landed.batch_id).rows == first["valid"]
     assert Path(lake.summary("orders", landed.batch_id)).read_bytes() == summary_before
-    assert not Path(lake.runs("valid", "orders", DATE, landed.batch_id)).exists()
 
 
 def test_input_changed_after_the_pass_fails_the_batch_with_the_row_named(spark, tmp_path, monkeypatch):
@@ -155,5 +159,5 @@ def test_input_changed_after_the_pass_fails_the_batch_with_the_row_named(spark, 
                                   batch_id=landed.batch_id, batch_date=DATE, gate=False))
     thread.join(5)
     assert not Path(lake.summary("orders", landed.batch_id)).exists()
-    assert not Path(lake.quarantine("orders", DATE, landed.batch_id)).exists()
-    assert not Path(lake.runs("valid", "orders", DATE, landed.batch_id)).exists()
+    tables = DatasetTables(lake, "orders")
+    assert tables.load(VALID) is None and tables.load(QUARANTINE) is None  # nothing written

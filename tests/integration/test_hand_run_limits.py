@@ -10,11 +10,13 @@ import gzip
 from pathlib import Path
 
 from pyspark.sql import functions as F
+from support.frames import batch_frame
 
 from foodtaster.engine.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake, new_run_id
+from foodtaster.state.tables import QUARANTINE
 from foodtaster_dev import sample
 
 DATE = "2026-11-22"
@@ -54,7 +56,7 @@ def test_a_hand_run_on_a_plain_folder_applies_the_landing_limits(spark, tmp_path
     assert summary["reasons"]["file.too_large"] == 1 and summary["reasons"]["line.too_large"] == 1
     assert summary["valid"] == good
     assert summary["messages"] == summary["valid"] + summary["quarantined"] + summary["duplicates_dropped"]
-    quarantine = spark.read.parquet(lake.quarantine("orders", DATE, run.batch_id))
+    quarantine = batch_frame(spark, lake, "orders", QUARANTINE, run.batch_id)
     too_large = quarantine.where(F.exists("reasons", lambda r: r.rule.endswith("too_large"))).select(
         F.octet_length("_raw").alias("kept"), "_line_number").collect()
     assert all(row.kept <= MIB for row in too_large)  # only their first bytes: the whole stays in raw/

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from support.frames import batch_frame
+from support.lake import batch_rows
 
 from contracts.orders import Orders
 from foodtaster.contract import read_contract
@@ -23,6 +25,7 @@ from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.lines import LINE_HEAD_BYTES
 from foodtaster.state.lake import Lake
+from foodtaster.state.tables import QUARANTINE, VALID, DatasetTables, audit_branch
 from foodtaster_dev import sample
 from foodtaster_dev.oracle import failed_rules
 
@@ -98,9 +101,8 @@ def _file_lines(path: Path) -> list[bytes]:
 
 def _outputs(spark, run):
     lake, name = run.lake, run.config.name
-    valid = spark.read.parquet(lake.valid(name, run.batch_date, run.batch_id))
-    quarantine = spark.read.parquet(lake.quarantine(name, run.batch_date, run.batch_id))
-    return valid, quarantine
+    return batch_frame(spark, lake, name, VALID, run.batch_id), batch_frame(spark, lake, name, QUARANTINE,
+                                                                             run.batch_id)
 
 
 def _keyed(frame):
@@ -140,10 +142,9 @@ def test_guard_every_written_valid_row_passes_pandera_with_no_null_or_infinity(s
     """Issue 9's guard: the valid Parquet itself, re-checked with pandera's pandas backend, holds
     no null in a non-nullable field, no infinity, and no value outside its declared checks."""
     import numpy as np
-    import pyarrow.parquet as pq
 
     run, summary = tasted
-    frame = pq.read_table(run.lake.valid("orders", run.batch_date, run.batch_id)).to_pandas()
+    frame = batch_rows(run.lake, "orders", VALID, run.batch_id).to_pandas()
     assert len(frame) == summary["valid"] > 0
     schema = Orders.to_schema()
     for name, column in schema.columns.items():
@@ -227,8 +228,9 @@ def test_a_batch_of_only_poison_finishes_and_is_held(spark, tmp_path):
     summary = run_batch(spark, run).to_json()
     assert (summary["messages"], summary["valid"], summary["quarantined"]) == (4, 0, 4)
     assert summary["gate"]["passed"] is False and summary["published"] is False
-    assert not Path(lake.valid("orders", "2026-11-20", "bad")).exists()
-    assert Path(lake.staged_valid("orders", "2026-11-20", "bad")).exists()
+    tables = DatasetTables(lake, "orders")
+    assert tables.batch(VALID, "bad") is None  # main never held it
+    assert audit_branch("bad") in tables.table(VALID).metadata.refs  # its (empty) audit waits
 
 
 def _persisted_rdds(spark) -> int:
@@ -274,7 +276,7 @@ def test_a_file_that_cannot_be_read_is_one_quarantined_message(spark, tmp_path, 
     good = 40 if with_good_file else 0
     assert (summary["messages"], summary["valid"], summary["quarantined"]) == (good + 1, good, 1)
     assert summary["reasons"] == {"file.unreadable": 1}
-    row = spark.read.parquet(lake.quarantine("orders", "2026-11-20", landed.batch_id)).collect()[0]
+    row = batch_frame(spark, lake, "orders", QUARANTINE, landed.batch_id).collect()[0]
     assert bytes(row._raw) == corrupt and row._line_number is None
     assert row._source_file.endswith("broken.jsonl.gz") and "gzip" in row.reasons[0].message
 
@@ -368,3 +370,54 @@ def test_the_pass_is_counted_on_top_of_what_is_kept(tasted_with_plans):
     tree = the_pass.split("\n\n")[0].splitlines()
     above = tree[:next(i for i, line in enumerate(tree) if "CollectMetrics" in line)]
     assert not any("Project" in line for line in above), the_pass
+
+
+SMALL_CONTRACT = """
+import pandera.pandas as pa
+from pandera.typing import Series
+
+
+class Orders(pa.DataFrameModel):
+    message_id: Series[str] = pa.Field(unique=True)
+"""
+AMOUNT = "    amount: Series[{kind}] = pa.Field(ge=0)\n"
+COUPON = "    coupon: Series[str] = pa.Field(nullable=True, required=False)\n"
+
+
+def test_a_contract_change_evolves_the_tables_or_is_refused_by_name_before_anything_is_written(
+        spark, tmp_path):
+    """A new optional field: the tables gain it. A type changed, or a required field dropped: the
+    run is refused by name, and neither table, nor any file of theirs, changes."""
+    from foodtaster.state.tables import SchemaChangeRefused
+
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "part-0.jsonl").write_bytes(b'{"message_id": "m1", "amount": 2.5, "coupon": "X"}\n'
+                                         b'{"message_id": "m2", "amount": -1}\n')
+    lake = Lake(str(tmp_path / "lake"))
+
+    def run(name: str, fields: str, batch: str):
+        path = tmp_path / f"{name}.py"
+        path.write_text(SMALL_CONTRACT + fields)
+        config = dataclasses.replace(get_dataset("orders"), contract=f"{path}:Orders",
+                                     group_by=None, order_by=None, alert_rate=0.9, hold_rate=0.95)
+        return run_batch(spark, BatchRun(config=config, input_path=str(inbox), lake=lake, batch_id=batch,
+                                         batch_date="2026-11-20", gate=False)).to_json()
+
+    first = run("first", AMOUNT.format(kind="float"), "c1")
+    assert (first["valid"], first["quarantined"], first["published"]) == (1, 1, True)
+    tables = DatasetTables(lake, "orders")
+    second = run("wider", AMOUNT.format(kind="float") + COUPON, "c2")
+    assert second["published"]
+    assert tables.table(VALID).schema().find_field("coupon").optional
+    assert tables.read(VALID, "c2").column("coupon").to_pylist() == ["X"]
+    assert tables.read(VALID, "c1").column("coupon").to_pylist() == [None]  # older files: null
+
+    files = sorted(Path(lake.root, "warehouse").rglob("*.parquet"))
+    snapshots = {zone: len(tables.table(zone).snapshots()) for zone in (VALID, QUARANTINE)}
+    with pytest.raises(SchemaChangeRefused, match="amount: double -> long"):
+        run("retyped", AMOUNT.format(kind="int"), "c3")
+    with pytest.raises(SchemaChangeRefused, match="no longer requires amount"):
+        run("dropped", COUPON, "c4")
+    assert sorted(Path(lake.root, "warehouse").rglob("*.parquet")) == files  # nothing written
+    assert {zone: len(tables.table(zone).snapshots()) for zone in (VALID, QUARANTINE)} == snapshots

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 from pyspark.sql import functions as F
+from support.frames import batch_frame
 
 from foodtaster.engine.job import BatchRun
 from foodtaster.engine.run import run_batch
@@ -29,7 +30,7 @@ def setting(tmp_path_factory):
 
 
 def _rows(spark, run, zone):
-    return spark.read.parquet(getattr(run.lake, zone)("orders", run.batch_date, run.batch_id))
+    return batch_frame(spark, run.lake, "orders", zone, run.batch_id)
 
 
 def test_listed_messages_are_quarantined_unjudged_and_counted_apart(spark, setting):

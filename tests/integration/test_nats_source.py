@@ -16,11 +16,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from support.environment import PROJECT_ROOT
+from support.frames import batch_frame
 from support.jetstream import NATS_URL, consumer_state, nats_stream, publish  # noqa: F401  (the `stream` fixture)
 
 from foodtaster.registry import NatsSource, SourceConfigError, source_from_entry
 from foodtaster.sources.nats import SourceUnavailable, land_batch, sequence_ranges
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake, read_json
+from foodtaster.state.tables import QUARANTINE, VALID
 
 PAYLOADS = [b'{"a": 1}', b'line one\nline two', b"\xff\xfe not utf-8", b"", b"\x00nul", b'{"a": 1}']
 
@@ -189,8 +191,8 @@ def test_the_job_judges_a_broker_batch_with_the_brokers_lineage(spark, stream, t
     summary = run_batch(spark, BatchRun(config=config, input_path=landed.raw_path, lake=lake,
                                         batch_id="nats1", batch_date=today(), gate=False)).to_json()
 
-    valid = spark.read.parquet(lake.valid("orders", today(), "nats1"))
-    quarantine = spark.read.parquet(lake.quarantine("orders", today(), "nats1"))
+    valid = batch_frame(spark, lake, "orders", VALID, "nats1")
+    quarantine = batch_frame(spark, lake, "orders", QUARANTINE, "nats1")
     assert summary["messages"] == len(sequences) == landed.messages
     assert summary["messages"] == summary["valid"] + summary["quarantined"] + summary["duplicates_dropped"]
     placed = {r._line_number: "valid" for r in valid.select("_line_number").collect()}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from support.frames import batch_frame
+from support.lake import batch_rows, copy_lake
 from support.tasted import inbox_lines, land_and_run
 
 from foodtaster.engine.job import BatchRun
@@ -31,6 +33,7 @@ from foodtaster.registry import get_dataset
 from foodtaster.state.groups import RULE as GROUP_RULE
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake
+from foodtaster.state.tables import QUARANTINE, VALID, DatasetTables
 from foodtaster_dev.sample_events import generate_events
 
 DATASET, DAY, BATCH = "order_events", "2026-11-20", "b1"
@@ -95,7 +98,7 @@ READ_WITH_PYARROW = """
 import json, sys
 import pyarrow.parquet as pq
 
-table = pq.read_table(sys.argv[1])
+table = pq.read_table(sys.argv[1:], partitioning=None)  # `batch_date` is in the files
 frame = table.to_pandas()
 data = table.schema.field("data").type
 lines = data.field("lines").type
@@ -118,9 +121,7 @@ def _place(row: dict) -> tuple[str, int]:
 def _lake_copy(tasted, tmp_path_factory, name: str) -> tuple[Lake, BatchRun]:
     """A copy of the batch's lake, for a story that changes it (the others start clean), and
     the batch's run on it."""
-    target = tmp_path_factory.mktemp(name) / "lake"
-    shutil.copytree(tasted["lake"].root, target)
-    lake = Lake(str(target))
+    lake = copy_lake(tasted["lake"], tmp_path_factory.mktemp(name) / "lake")
     return lake, dataclasses.replace(tasted["run"], lake=lake, input_path=lake.raw(DATASET, DAY, BATCH))
 
 
@@ -161,8 +162,9 @@ def test_each_quarantined_message_has_exactly_its_reasons_and_its_exact_bytes(in
 
 def test_the_valid_parquet_is_nested_and_read_without_foodtaster(tasted, tmp_path):
     """Consumers read the published rows with pyarrow or pandas alone."""
-    path = tasted["lake"].valid(DATASET, DAY, BATCH)
-    done = subprocess.run([sys.executable, "-I", "-c", READ_WITH_PYARROW, path], capture_output=True,
+    published = DatasetTables(tasted["lake"], DATASET).batch(VALID, BATCH)
+    files = [f.removeprefix("file://") for f in published.files]
+    done = subprocess.run([sys.executable, "-I", "-c", READ_WITH_PYARROW, *files], capture_output=True,
                           text=True, timeout=120, check=True)
     read = json.loads(done.stdout)
     assert read["rows"] == tasted["summary"]["valid"]
@@ -210,7 +212,7 @@ def test_a_batch_the_gate_fails_is_held(spark, tmp_path):
     assert not summary["gate"]["passed"] and not summary["published"]
     assert [(f["expectation"], f["column"]) for f in summary["gate"]["failed"]] == [
         ("expect_column_values_to_be_between", "time")]
-    assert not Path(lake.valid(DATASET, DAY, "stale")).exists()
+    assert DatasetTables(lake, DATASET).batch(VALID, "stale") is None  # not on main
 
 
 def test_a_poison_message_opens_its_conversation_by_its_id(tasted):
@@ -241,7 +243,7 @@ def test_a_listed_message_is_recognized_by_its_bytes_or_its_id_on_a_rerun(spark,
     generated = next(r for r in tasted["valid"] if r["id"].startswith("ev-2026"))
     by_id = poison.add("key", generated["id"], "a test order", "operator")
     summary = run_batch(spark, run).to_json()
-    quarantine = spark.read.parquet(lake.quarantine(DATASET, DAY, BATCH))
+    quarantine = batch_frame(spark, lake, DATASET, QUARANTINE, BATCH)
     for event_id, entry in (("ev-hand-1", by_bytes), (generated["id"], by_id)):
         (row,) = quarantine.where(F.col("id") == event_id).collect()
         assert [(r.rule, r.value) for r in row.reasons] == [("registry.listed", entry.id)]
@@ -264,15 +266,16 @@ def test_redrive_after_a_fix_then_the_retry_pass_releases_the_conversation(spark
                                            selection=Selection(DAY, DAY, message_id="ev-hand-2"),
                                            redrive_id="r1"))
     assert report["counts"] == {"published": 1, "duplicate": 0, "quarantined": 0}
-    (published,) = spark.read.parquet(lake.valid(DATASET, DAY, "redrive-r1")).collect()
+    (published,) = batch_frame(spark, lake, DATASET, VALID, "redrive-r1").collect()
     assert published.id == "ev-hand-2" and [line.qty for line in published.data.lines] == [1, 2, 0]
     assert str(published.data.total) == "12.50" and published._line_number == 2
 
     assert "published later" in retry_work(lake, DATASET, {}, "data.order_id", datetime.now(UTC))
     summary = run_retries(spark, fixed, lake, run_id="t1")
     assert (summary["released_poison"], summary["held_published"]) == (1, 2)
-    (path,) = summary["paths"].values()
-    released = spark.read.parquet(path).orderBy("time").collect()
+    (where,) = summary["paths"].values()
+    assert where == "foodtaster.order_events@batch-redrive-t1-g"
+    released = batch_frame(spark, lake, DATASET, VALID, "redrive-t1-g").orderBy("time").collect()
     assert [r.id for r in released] == ["ev-hand-3", "ev-hand-4"]
     assert released[0]._unknown == {"datacontenttype": '"application/json"'}
     assert "o-hand-1" not in GroupLog(lake, DATASET).open_groups()
@@ -292,10 +295,8 @@ def test_the_cli_shows_held_groups_and_element_paths_and_recalls_a_nested_row(ta
     assert main(["poison", "add", *common, "--batch", BATCH, "--file", HAND, "--line", "3",
                  "--why", "crashes billing", "--source", "downstream", "--recall"]) == 0
     assert "moved to the quarantine" in capsys.readouterr().out
-    import pyarrow.parquet as pq
-
-    valid = pq.read_table(lake.valid(DATASET, DAY, BATCH)).to_pylist()
-    quarantine = pq.read_table(lake.quarantine(DATASET, DAY, BATCH)).to_pylist()
+    valid = batch_rows(lake, DATASET, VALID, BATCH).to_pylist()
+    quarantine = batch_rows(lake, DATASET, QUARANTINE, BATCH).to_pylist()
     assert "ev-hand-1" not in {r["id"] for r in valid}
     (recalled,) = [r for r in quarantine if r["id"] == "ev-hand-1"]
     assert bytes(recalled["_raw"]) == HAND_LINES[2][0]
@@ -317,3 +318,30 @@ def test_the_alert_names_rule_patterns_and_element_paths(tasted):
     top = alert.text.split("Top reasons", 1)[1]
     assert GROUP_RULE in top and "[]" in top  # patterns, e.g. data.lines[].qty...
     assert summary["reasons"][GROUP_RULE] == 2
+
+
+def test_a_reader_of_main_with_pyiceberg_gets_the_rows_the_job_wrote_with_their_types(tasted):
+    """A pyiceberg scan of main equals what the job's files hold (what `valid/` held before the
+    tables): the same rows, the same types (decimals, dates, lists of structs, the `_unknown` map)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = DatasetTables(tasted["lake"], DATASET)
+    published = tables.batch(VALID, BATCH)
+    written = pq.read_table([f.removeprefix("file://") for f in published.files], partitioning=None)
+    scanned = tables.read(VALID, BATCH)
+
+    def plain(kind: pa.DataType) -> str:  # pyiceberg may read a string or a list as its large form,
+        # and names a map's entries otherwise than Spark
+        text = str(kind).replace("large_string", "string").replace("large_binary", "binary")
+        return re.sub(r" \('[^']*'\)", "", text.replace("large_list", "list"))
+
+    assert scanned.column_names == written.column_names
+    assert {f.name: plain(f.type) for f in scanned.schema} == {f.name: plain(f.type) for f in written.schema}
+    assert str(scanned.schema.field("data").type.field("total").type) == "decimal128(12, 2)"
+    assert str(scanned.schema.field("data").type.field("delivery_date").type) == "date32[day]"
+
+    def rows(table: pa.Table) -> list:
+        return sorted(table.to_pylist(), key=lambda row: (row["_source_file"], row["_line_number"]))
+
+    assert rows(scanned) == rows(written) and len(rows(scanned)) == tasted["summary"]["valid"]

@@ -9,12 +9,14 @@ import json
 from pathlib import Path
 
 from pyspark.sql import functions as F
+from support.frames import batch_frame
 
 from foodtaster.engine.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import Lake
+from foodtaster.state.tables import QUARANTINE, VALID, audit_branch
 
 DATE = "2026-11-20"
 MiB = 1024 * 1024
@@ -64,7 +66,7 @@ def test_pathological_json_is_quarantined_at_its_layer_and_the_job_finishes(spar
 
     assert summary["messages"] == len(CASES) + 1 and summary["crash_isolated"] == []
     assert summary["messages"] == summary["valid"] + summary["quarantined"] + summary["duplicates_dropped"]
-    quarantine = spark.read.parquet(lake.quarantine("orders", DATE, landed.batch_id))
+    quarantine = batch_frame(spark, lake, "orders", QUARANTINE, landed.batch_id)
     got = {(r._source_file.rsplit("/", 1)[1], r._line_number): r.reasons for r in quarantine.collect()}
     assert [(r.layer, r.rule) for r in got[("one-line.jsonl", 1)]] == [("bytes", "line.too_large")]
     for line, (_, rule, words) in CASES.items():
@@ -75,6 +77,6 @@ def test_pathological_json_is_quarantined_at_its_layer_and_the_job_finishes(spar
         assert [r.rule for r in reasons] == [rule], (line, reasons)
         assert words in reasons[0].message, (line, reasons[0].message)
     # held (10 of 12 quarantined): its valid rows stay staged
-    valid = spark.read.parquet(lake.staged_valid("orders", DATE, landed.batch_id))
+    valid = batch_frame(spark, lake, "orders", VALID, landed.batch_id, ref=audit_branch(landed.batch_id))
     assert sorted(r.message_id for r in valid.select("message_id").collect()) == ["m-10", "m-11"]
     assert valid.where(F.length("producer") > MiB - 500).count() == 1

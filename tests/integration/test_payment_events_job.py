@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+from support.frames import batch_frame
+from support.lake import copy_lake
 from support.tasted import inbox_lines, land_and_run
 
 from foodtaster.engine.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake
+from foodtaster.state.tables import VALID
 from foodtaster_dev.sample_payments import DATASET, generate_payments
 
 DAY = "2026-11-20"
@@ -102,8 +104,7 @@ def test_a_redrive_after_a_schema_fix_publishes_what_the_fix_admits(spark, taste
     from foodtaster.engine.redrive import RedriveRun, Selection, run_redrive
 
     target = tmp_path_factory.mktemp("redrive") / "lake"
-    shutil.copytree(tasted["lake"].root, target)
-    lake = Lake(str(target))
+    lake = copy_lake(tasted["lake"], target)
     config = get_dataset(DATASET)
     schema = json.loads(config.schema_file.read_text())
     schema["properties"]["id"]["pattern"] = "^(evt|event)_[A-Za-z0-9]+$"
@@ -115,7 +116,7 @@ def test_a_redrive_after_a_schema_fix_publishes_what_the_fix_admits(spark, taste
     report = run_redrive(spark, RedriveRun(config=fixed, lake=lake, by="test", why="ids may start event_",
                                            selection=Selection(DAY, DAY), redrive_id="r1"))
     assert report["counts"]["published"] == len(only_id)
-    published = spark.read.parquet(lake.valid(DATASET, DAY, "redrive-r1")).collect()
+    published = batch_frame(spark, lake, DATASET, VALID, "redrive-r1").collect()
     assert sorted(_place(r.asDict()) for r in published) == sorted((t.file, t.line) for t in only_id)
 
 

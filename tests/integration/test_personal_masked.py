@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.frames import batch_frame
 from support.servers import SmtpSink, WebhookSink
 
 from foodtaster.engine.job import BatchRun
@@ -29,6 +30,7 @@ from foodtaster.privacy import KEY_ENV
 from foodtaster.registry import load_registry
 from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import Lake
+from foodtaster.state.tables import QUARANTINE
 from foodtaster_airflow import channels
 
 DAY, BATCH, DATASET = "2026-11-20", "people-1", "people"
@@ -138,7 +140,7 @@ def tasted(spark, tmp_path_factory):
             os.environ.pop(key, None)
             if value is not None:
                 os.environ[key] = value
-    quarantine = spark.read.parquet(lake.quarantine(DATASET, DAY, BATCH))
+    quarantine = batch_frame(spark, lake, DATASET, QUARANTINE, BATCH)
     return {
         "lake": lake, "registry": root / "pipeline.yaml", "inbox": inbox / "people.jsonl",
         "summary": summary, "delivery": delivery, "cli": cli_out, "logs": "\n".join(kept.lines),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from support.frames import batch_frame, table_frame
 
 from foodtaster.engine.job import BatchRun
 from foodtaster.engine.run import run_batch
@@ -21,6 +22,7 @@ from foodtaster.state.lake import Lake, read_json
 from foodtaster.state.poison import PoisonList, fingerprint
 from foodtaster.state.recall import RULE as RECALLED
 from foodtaster.state.recall import report_downstream
+from foodtaster.state.tables import QUARANTINE, VALID
 from foodtaster_dev.sample import generate_batch
 
 DATE = "2026-11-20"
@@ -49,8 +51,8 @@ def _record(run: BatchRun, summary: dict) -> None:
 def _agree(spark, run: BatchRun) -> dict:
     """Check that every count of the batch agrees; returns the quarantine's rule counts."""
     lake, batch = run.lake, run.batch_id
-    valid = spark.read.parquet(lake.valid("orders", DATE, batch))
-    quarantine = spark.read.parquet(lake.quarantine("orders", DATE, batch))
+    valid = batch_frame(spark, lake, "orders", VALID, batch)
+    quarantine = batch_frame(spark, lake, "orders", QUARANTINE, batch)
     rules = Counter(r.rule for r in quarantine.select(F.explode("reasons.rule").alias("rule")).collect())
     listed_ids = {r.value for r in quarantine.select(F.explode("reasons").alias("r")).select("r.*")
                   .where(F.col("rule") == LISTED).collect()}
@@ -70,10 +72,10 @@ def test_the_list_the_ledger_and_the_quarantine_agree_through_a_recall_and_a_rer
     first = run_batch(spark, run).to_json()
     lake = run.lake
     poison = PoisonList(lake, "orders")
-    quarantined = spark.read.parquet(lake.quarantine("orders", DATE, run.batch_id)).orderBy(
+    quarantined = batch_frame(spark, lake, "orders", QUARANTINE, run.batch_id).orderBy(
         "_source_file", "_line_number").first()
     by_bytes = poison.add("fingerprint", fingerprint(bytes(quarantined._raw)), "crashes billing", "operator")
-    valid_rows = spark.read.parquet(lake.valid("orders", DATE, run.batch_id)).orderBy(
+    valid_rows = batch_frame(spark, lake, "orders", VALID, run.batch_id).orderBy(
         "_source_file", "_line_number").limit(2).collect()
     by_key = poison.add("key", valid_rows[0].message_id, "a known test order", "operator")
 
@@ -96,9 +98,9 @@ def test_the_list_the_ledger_and_the_quarantine_agree_through_a_recall_and_a_rer
         listed_run["valid"] - 1, listed_run["quarantined"] + 1, 1)
     assert record["recalls"][0]["entry"] == entry.id and entry.source == "downstream"
     # Out of valid (read across the dataset, as a consumer does), into the quarantine with its bytes.
-    everything = spark.read.parquet(f"{lake.root}/valid/orders")
+    everything = table_frame(spark, lake, "orders", VALID)
     assert everything.where(F.col("message_id") == target.message_id).count() == 0
-    back = spark.read.parquet(lake.quarantine("orders", DATE, run.batch_id)).where(
+    back = batch_frame(spark, lake, "orders", QUARANTINE, run.batch_id).where(
         (F.col("_source_file") == target._source_file) & (F.col("_line_number") == target._line_number)
     ).collect()
     assert len(back) == 1 and [(r.layer, r.rule, r.message, r.value) for r in back[0].reasons] == [

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from support.frames import batch_frame, table_frame
+from support.lake import row_count
 
 from foodtaster.engine.job import BatchRun
 from foodtaster.engine.redrive import RedriveRun, Selection, run_redrive
@@ -16,8 +17,9 @@ from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.accounts import check_accounts
 from foodtaster.state.dispositions import DUPLICATE, FAILED_AGAIN, REDRIVEN, Dispositions
-from foodtaster.state.lake import Lake, exists
+from foodtaster.state.lake import Lake
 from foodtaster.state.ledger import redrive_entries
+from foodtaster.state.tables import QUARANTINE, VALID, audit_branch
 from foodtaster_dev.sample import generate_batch
 
 DAY1, DAY2 = "2026-11-20", "2026-11-21"
@@ -55,7 +57,7 @@ def test_a_dry_run_counts_by_rule_and_moves_nothing(spark, lake):
     assert report["counts"]["published"] > 0
     assert report["by_rule"]["currency.isin"]["published"] == report["counts"]["published"]
     assert report["by_rule"]["json.invalid"]["published"] == 0
-    assert not exists(lake.valid("orders", DAY1, "redrive-dry"))
+    assert row_count(lake, "orders", VALID, "redrive-dry") == 0
     assert Dispositions(lake, "orders").state().counts() == {}
     assert redrive_entries(lake, "orders") == []
 
@@ -65,7 +67,7 @@ def test_a_redrive_waits_for_a_live_run_of_a_batch_it_would_publish_from(spark, 
 
     with batch_lease(lake, "orders", "b1", "a-live-run"), pytest.raises(LeaseHeld, match="a-live-run"):
         _redrive(spark, lake, DAY1, redrive_id="blocked")
-    assert not exists(lake.valid("orders", DAY1, "redrive-blocked"))
+    assert row_count(lake, "orders", VALID, "redrive-blocked") == 0
     assert Dispositions(lake, "orders").state().counts() == {}
     assert redrive_entries(lake, "orders") == []
     check_accounts(lake, "orders")
@@ -75,8 +77,8 @@ def test_redrive_publishes_once_under_the_original_date_and_lineage(spark, lake)
     first = _redrive(spark, lake, DAY1, redrive_id="r1")
     moved = first["counts"]["published"]
     assert moved > 0 and first["counts"]["quarantined"] > 0
-    path = lake.valid("orders", DAY1, "redrive-r1")
-    published = spark.read.parquet(path)
+    assert first["published"] == {DAY1: "foodtaster.orders@batch-redrive-r1"}
+    published = batch_frame(spark, lake, "orders", VALID, "redrive-r1")
     assert published.count() == moved
     assert {r._batch_id for r in published.select("_batch_id").distinct().collect()} == {"b1"}
     assert published.where(F.col("currency").isin("usd", "XYZ")).count() == moved
@@ -86,7 +88,7 @@ def test_redrive_publishes_once_under_the_original_date_and_lineage(spark, lake)
     assert state.counts("b1") == {REDRIVEN: moved}
 
     # Judged again, still failing: the status stays, the history gets today's reasons.
-    failing = spark.read.parquet(lake.quarantine("orders", DAY1, "b1")).where(
+    failing = batch_frame(spark, lake, "orders", QUARANTINE, "b1").where(
         F.exists("reasons", lambda r: r["rule"] == "json.invalid")).first()
     history = Dispositions(lake, "orders").history("b1", failing._source_file, failing._line_number)
     assert [(h.what, h.run) for h in history] == [(FAILED_AGAIN, "redrive-r1")]
@@ -94,7 +96,7 @@ def test_redrive_publishes_once_under_the_original_date_and_lineage(spark, lake)
 
     second = _redrive(spark, lake, DAY1, redrive_id="r2")
     assert second["counts"]["published"] == 0 and second["published"] == {}
-    assert not exists(lake.valid("orders", DAY1, "redrive-r2"))
+    assert row_count(lake, "orders", VALID, "redrive-r2") == 0
     check_accounts(lake, "orders")
     assert [e["redrive_id"] for e in redrive_entries(lake, "orders")] == ["r1", "r2"]
 
@@ -107,9 +109,9 @@ def test_a_message_already_published_is_a_duplicate_not_a_second_copy(spark, lak
     assert accounts["b2"]["duplicates_dropped"] >= report["by_batch"]["b2"]["duplicate"]
     duplicates = report["by_batch"]["b2"]["duplicate"]
     assert Dispositions(lake, "orders").state().counts("b2") == {DUPLICATE: duplicates}
-    # b1 was held (over hold_rate): its valid rows are staged, and count as published
-    valid = spark.read.parquet(lake.staged_valid("orders", DAY1, "b1"),
-                               lake.valid("orders", DAY1, "redrive-r1"))
+    # b1 was held (over hold_rate): its valid rows wait on its audit branch, and count as published
+    valid = batch_frame(spark, lake, "orders", VALID, "b1", ref=audit_branch("b1")).unionByName(
+        batch_frame(spark, lake, "orders", VALID, "redrive-r1"))
     assert valid.count() == valid.select("message_id").distinct().count()
 
 
@@ -144,6 +146,5 @@ def test_a_redrive_beside_a_scheduled_run_of_the_dataset_leaves_every_count_righ
     _redrive(spark, lake, day3, redrive_id="r5")
     accounts = check_accounts(lake, "orders")
     assert accounts["b3"]["redriven"] > 0
-    redriven = sorted(Path(lake.root, "valid", "orders").glob("batch_date=*/batch_id=redrive-*"))
-    published = spark.read.parquet(*[str(p) for p in redriven])
+    published = table_frame(spark, lake, "orders", VALID).where(F.col("batch_id").startswith("redrive-"))
     assert published.count() == published.select("message_id").distinct().count()

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from pyspark.sql import functions as F
+from support.frames import table_frame
 
 from foodtaster import contract_references
 from foodtaster.engine import group_hold as groups
@@ -24,6 +25,7 @@ from foodtaster.registry import get_dataset
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake
 from foodtaster.state.retries import retry_state, retry_work
+from foodtaster.state.tables import QUARANTINE, VALID, DatasetTables
 from foodtaster_dev import sample
 
 DAYS = ["2026-11-20", "2026-11-21", "2026-11-22"]
@@ -53,7 +55,7 @@ def _retries(spark, lake, now, run_id):
 
 
 def _valid(spark, lake, dataset):
-    return spark.read.parquet(f"{lake.root}/valid/{dataset}")
+    return table_frame(spark, lake, dataset, VALID)
 
 
 def _accounting(spark, lake, dataset, summaries):
@@ -162,7 +164,7 @@ def test_a_poisoned_conversation_is_held_until_released_then_published_in_order(
     log = GroupLog(lake, "orders")
     assert set(poisoned) <= set(log.open_groups())
     # quarantined in the next day's batch too: SHIPPED held for its group
-    quarantine = spark.read.parquet(f"{lake.root}/quarantine/orders")
+    quarantine = table_frame(spark, lake, "orders", QUARANTINE)
     held = quarantine.where(F.array_contains("reasons.rule", groups.RULE))
     assert held.where(F.col("order_id").isin(poisoned)).count() == sum(
         1 for o in truth.orders if o.order_id in poisoned and o.expected == "held")
@@ -174,8 +176,10 @@ def test_a_poisoned_conversation_is_held_until_released_then_published_in_order(
     done = _retries(spark, lake, start + timedelta(days=90), run_id="release")
     expected = [o.message_id for o in truth.orders if o.order_id == group and o.expected == "held"]
     assert done["held_published"] == len(expected)
-    # written in the conversation's order (one file, sorted), after the poison's own day
-    published = [r["message_id"] for path in sorted(done["paths"].values())
+    # written in the conversation's order (one file a date, sorted), after the poison's own day
+    assert set(done["paths"].values()) == {"foodtaster.orders@batch-redrive-release-g"}
+    files = DatasetTables(lake, "orders").batch(VALID, "redrive-release-g").files
+    published = [r["message_id"] for path in sorted(files)
                  for r in spark.read.parquet(path).collect() if r["order_id"] == group]
     assert published == expected
     assert group not in log.open_groups()
@@ -202,7 +206,7 @@ def test_statuses_go_to_the_dispositions_log_and_a_purge_releases_a_group(spark,
     assert counts.get("retrying", 0) > 0  # the job's, then the pass's attempts
     # an operator purges a poison message: its group is released, its held messages published
     poisoned = next(o for o in truth.orders if o.expected == "quarantined")
-    quarantine = spark.read.parquet(f"{lake.root}/quarantine/orders")
+    quarantine = table_frame(spark, lake, "orders", QUARANTINE)
     row = quarantine.where(F.col("message_id") == poisoned.message_id).first()
     dispo.Dispositions(lake, "orders").record(
         "purged", [(row["_batch_id"], row["_source_file"], row["_line_number"])], by="test", why="bad order")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from support.frames import batch_frame
 
 from foodtaster.engine.job import BatchRun
 from foodtaster.engine.run import run_batch
@@ -21,6 +22,7 @@ from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch
 from foodtaster.state.lake import Lake
 from foodtaster.state.poison import PoisonList
+from foodtaster.state.tables import QUARANTINE, VALID
 from foodtaster_dev import sample
 from foodtaster_dev.contracts.checked import KILLERS
 
@@ -75,9 +77,9 @@ def _assert_every_killer_isolated_and_every_good_message_published(spark, run, s
     assert summary["messages"] == MESSAGES
     assert summary["messages"] == summary["valid"] + summary["quarantined"] + summary["duplicates_dropped"]
     assert summary["reasons"].get("crash.isolated", 0) == len(killers)
-    valid = spark.read.parquet(run.lake.valid("orders", DATE, run.batch_id))
+    valid = batch_frame(spark, run.lake, "orders", VALID, run.batch_id)
     assert {r.message_id for r in valid.select("message_id").collect()} == good
-    quarantine = spark.read.parquet(run.lake.quarantine("orders", DATE, run.batch_id))
+    quarantine = batch_frame(spark, run.lake, "orders", QUARANTINE, run.batch_id)
     crashed = {(r._source_file.rsplit("/", 1)[1], r._line_number): r.reasons[0].message
                for r in quarantine.where(F.exists("reasons", lambda r: r.rule == "crash.isolated")).collect()}
     assert crashed == {where: WHYS[value] for value, where in killers.items()}

@@ -3,11 +3,9 @@ their quarantine partitions (with producers) in a lake made here, this batch pen
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from foodtaster.ops import trend
 from foodtaster.ops.alerts import Alert, build_batch_alert
@@ -16,6 +14,8 @@ from foodtaster.registry import DatasetConfig
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake
 from foodtaster.state.ledger import record_batch
+from foodtaster.state.tables import QUARANTINE
+from support.lake import commit_rows
 
 RUN_URL = ("http://airflow.example.com:8080/dags/foodtaster_orders/runs/"
            "scheduled__2026-11-12T00%3A00%3A00%2B00%3A00")
@@ -25,11 +25,9 @@ HELD_DAY, HELD_ID = "2026-11-12", "20261112"
 
 
 def _quarantine(lake: Lake, day: str, producers: list[str]) -> None:
-    folder = Path(lake.quarantine("orders", day, day.replace("-", "")))
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"_raw": pa.array([b"{}"] * len(producers), pa.binary()),
-                             "producer": pa.array(producers, pa.string())}),
-                   folder / "part-00000.parquet")
+    commit_rows(lake, "orders", QUARANTINE, day, day.replace("-", ""),
+                pa.table({"_raw": pa.array([b"{}"] * len(producers), pa.binary()),
+                          "producer": pa.array(producers, pa.string())}))
 
 
 def held_summary() -> dict[str, Any]:
@@ -45,7 +43,7 @@ def held_summary() -> dict[str, Any]:
                                   "column": "amount", "message": "amount must be >= 0",
                                   "value": "-3"}]}],
         "gate": {"passed": True, "failed": []},
-        "paths": {"quarantine": f"/lake/quarantine/orders/batch_date={HELD_DAY}/batch_id={HELD_ID}"},
+        "paths": {"report": f"/lake/reports/orders/{HELD_ID}"},
     }
 
 

@@ -12,8 +12,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from foodtaster.state.lake import Lake
 from foodtaster_dev.localenv import LocalAirflow, postgres_database
 from foodtaster_dev.sample import generate_batch
@@ -42,20 +40,25 @@ def fill_inbox(lake: str, date: str, *, dataset: str = DATASET, seed: int = 7,
                           batch_date=date, files=2, gzip_files=1, **mix)
 
 
-def parquet_rows(path: str | Path) -> int:
-    """Rows of a Parquet partition folder (0 if it does not exist)."""
-    path = Path(path)
-    if not path.exists():
-        return 0
-    return pq.read_table(path).num_rows
-
-
 def partitions(lake: str, zone: str, dataset: str = DATASET) -> list[str]:
-    """`batch_date=<d>/batch_id=<id>` of every partition of a zone (staging excluded)."""
-    root = Path(lake) / zone / dataset
-    return sorted(
-        f"{p.parent.name}/{p.name}" for p in root.glob("batch_date=*/batch_id=*") if p.is_dir()
-    )
+    """`batch_date=<d>/batch_id=<id>` of every landed batch (`raw`), or of every batch main of a
+    table holds (`valid`, `quarantine`)."""
+    if zone == "raw":
+        root = Path(lake) / zone / dataset
+        return sorted(f"{p.parent.name}/{p.name}" for p in root.glob("batch_date=*/batch_id=*") if p.is_dir())
+    from foodtaster.state.lake import Lake
+    from foodtaster.state.tables import DatasetTables
+
+    return [f"batch_date={b.batch_date}/batch_id={b.batch_id}"
+            for b in DatasetTables(Lake(lake), dataset).batches(zone)]
+
+
+def staged(lake, dataset: str, batch_id: str) -> bool:
+    """Whether the batch's valid rows wait on its audit branch (held, or not yet published)."""
+    from foodtaster.state.tables import VALID, DatasetTables, audit_branch
+
+    table = DatasetTables(lake, dataset).load(VALID)
+    return table is not None and audit_branch(batch_id) in table.metadata.refs
 
 
 def asset_events(af: LocalAirflow, uri: str) -> list[dict[str, Any]]:

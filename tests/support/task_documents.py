@@ -3,11 +3,11 @@ writes, the land task's XCom, and the ledger task's entry built from its upstrea
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 from foodtaster.landing import LandingResult
 from foodtaster.policy import Facts, decide
-from foodtaster.registry import get_dataset
+from foodtaster.registry import Tables, get_dataset
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake
 from foodtaster.summary import Decision
@@ -18,7 +18,8 @@ def summary(**overrides):
         "dataset": "orders", "batch_id": "20261120", "batch_date": "2026-11-20",
         "messages": 100, "valid": 90, "quarantined": 9, "duplicates_dropped": 1,
         "quarantine_rate": 0.09, "reasons": {"a.rule": 2, "b.rule": 7, "c.rule": 2},
-        "samples": [], "gate": {"passed": True, "failed": []}, "paths": {"quarantine": "q"},
+        "samples": [], "gate": {"passed": True, "failed": []}, "paths": {"report": "r"},
+        "tables": {"names": asdict(Tables.named_after("orders")), "branch": "audit-20261120"},
         "timings": {"total_s": 1.0}, "run_id": "run",
     }
     document = {**base, **overrides}

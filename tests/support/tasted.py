@@ -11,6 +11,8 @@ from foodtaster.engine.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake
+from foodtaster.state.tables import QUARANTINE, VALID
+from support.frames import batch_frame
 
 
 def inbox_lines(folder: Path) -> dict[tuple[str, int], bytes]:
@@ -32,8 +34,8 @@ def land_and_run(spark, lake: Lake, dataset: str, day: str, batch_id: str) -> di
     run = BatchRun(config=get_dataset(dataset), input_path=landed.raw_path, lake=lake, batch_id=batch_id,
                    batch_date=day, publish=True)
     summary = run_batch(spark, run).to_json()
-    valid = spark.read.parquet(lake.valid(dataset, day, batch_id))
-    quarantine = spark.read.parquet(lake.quarantine(dataset, day, batch_id))
+    valid = batch_frame(spark, lake, dataset, VALID, batch_id)
+    quarantine = batch_frame(spark, lake, dataset, QUARANTINE, batch_id)
     return {"lake": lake, "run": run, "summary": summary, "valid_schema": valid.schema,
             "valid": [r.asDict(recursive=True) for r in valid.collect()],
             "quarantine": [r.asDict(recursive=True) for r in quarantine.collect()]}

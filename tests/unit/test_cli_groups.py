@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from support.lake import LINEAGE, REASON, reason
+from support.lake import LINEAGE, REASON, commit_rows, reason
 
 from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import RULE, GroupLog, Poison, held_counts
 from foodtaster.state.lake import Lake
+from foodtaster.state.tables import QUARANTINE
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BATCH, DAY = "20261120", "2026-11-20"
@@ -43,16 +43,14 @@ def run(lake, *args, expect=0):
 @pytest.fixture
 def lake(tmp_path):
     the_lake = Lake(str(tmp_path))
-    folder = Path(the_lake.quarantine("orders", DAY, BATCH))
-    folder.mkdir(parents=True)
     lines = sorted(ROWS)
     schema = pa.schema([("_raw", pa.binary()), ("reasons", pa.list_(REASON)), ("message_id", pa.string()),
                         ("order_id", pa.string()), *LINEAGE])
-    pq.write_table(pa.table({
+    commit_rows(the_lake, "orders", QUARANTINE, DAY, BATCH, pa.table({
         "_raw": [b"{}"] * len(lines), "reasons": [ROWS[n][2] for n in lines],
         "message_id": [ROWS[n][0] for n in lines], "order_id": [ROWS[n][1] for n in lines],
         "_batch_id": [BATCH] * len(lines), "_source_file": [SOURCE] * len(lines), "_line_number": lines,
-        "_ingested_at": [None] * len(lines)}, schema=schema), folder / "part-00000.snappy.parquet")
+        "_ingested_at": [None] * len(lines)}, schema=schema))
     GroupLog(the_lake, "orders").poisoned(BATCH, [
         Poison(f"{BATCH}|{SOURCE}|{n}", ROWS[n][1], f"{DAY}T09:00:00.000000Z", ROWS[n][0], BATCH)
         for n in (1, 4)])
@@ -112,16 +110,13 @@ def test_no_open_group_says_so_and_no_spark_is_started(tmp_path):
 
 def test_held_messages_are_counted_across_batches_leaving_out_settled_ones_and_those_without_a_group(lake):
     the_lake = Lake(str(lake))
-    folder = Path(the_lake.quarantine("orders", "2026-11-21", "20261121"))
-    folder.mkdir(parents=True)
     held = [reason(RULE, "held", layer="group", column="order_id")]
     # lines 1-2 held for o-1, 3 held with no order_id, 4 held for o-2, 5 a poison of its own
     groups = ["o-1", "o-1", None, "o-2", "o-3"]
-    pq.write_table(pa.table({
+    commit_rows(the_lake, "orders", QUARANTINE, "2026-11-21", "20261121", pa.table({
         "reasons": [held, held, held, held, [reason("amount.ge", "amount below 0")]], "order_id": groups,
         "_batch_id": ["20261121"] * 5, "_source_file": [SOURCE] * 5, "_line_number": [1, 2, 3, 4, 5]},
-        schema=pa.schema([("reasons", pa.list_(REASON)), ("order_id", pa.string()), *LINEAGE[:3]])),
-        folder / "part-00000.snappy.parquet")
+        schema=pa.schema([("reasons", pa.list_(REASON)), ("order_id", pa.string()), *LINEAGE[:3]])))
     log = Dispositions(the_lake, "orders")
     log.record("duplicate", [("20261121", SOURCE, 2)], by="test")
     log.record("retrying", [(BATCH, SOURCE, 5), ("20261121", SOURCE, 4)], by="test", attempts=1)

@@ -46,3 +46,35 @@ def test_the_outputs_carry_metrics_assertions_and_the_verdict():
     (raw,) = [json.loads(Serde.to_json(dataset)) for dataset in lineage.inputs]
     assert raw["name"] == "/srv/lake/raw/orders"
     assert raw["inputFacets"]["dataQualityMetrics"]["rowCount"] == 500
+
+
+def test_the_tables_are_named_by_their_location_with_the_catalogs_name_and_the_snapshot(tmp_path):
+    import pyarrow as pa
+    from support.lake import commit_rows
+
+    from foodtaster.state.lake import Lake
+    from foodtaster.state.tables import QUARANTINE, VALID, DatasetTables
+
+    lake = Lake(str(tmp_path / "lake"))
+    commit_rows(lake, "orders", VALID, "2026-11-21", "20261121", pa.table({"message_id": ["m1"]}),
+                publish=False)
+    commit_rows(lake, "orders", QUARANTINE, "2026-11-21", "20261121", pa.table({"_raw": [b"{"]}))
+    tables = DatasetTables(lake, "orders")
+    staged = tables.table(VALID).snapshot_by_name("audit-20261121").snapshot_id
+    quarantined = tables.table(QUARANTINE).current_snapshot().snapshot_id
+    summary = {"batch_id": "20261121", "batch_date": "2026-11-21", "messages": 2, "valid": 1,
+               "quarantined": 1, "duplicates_dropped": 0, "quarantine_rate": 0.5,
+               "verdict": {"publish": False},
+               "tables": {"names": {"valid": "orders", "quarantine": "orders_quarantine",
+                                    "namespace": "foodtaster", "catalog": "foodtaster"},
+                          "branch": "audit-20261121", "staged_snapshot": staged,
+                          "quarantine_snapshot": quarantined}}
+    events = [json.loads(Serde.to_json(d)) for d in batch_lineage("orders", summary, lake.root).outputs]
+    by_table = {d["facets"]["symlinks"]["identifiers"][0]["name"]: d for d in events}
+    assert set(by_table) == {"foodtaster.orders", "foodtaster.orders_quarantine"}
+    valid = by_table["foodtaster.orders"]
+    assert (valid["namespace"], valid["name"]) == ("file", tables.table(VALID).location().removeprefix("file://"))
+    assert valid["facets"]["version"]["datasetVersion"] == str(staged)  # not published: the branch's
+    assert by_table["foodtaster.orders_quarantine"]["facets"]["version"]["datasetVersion"] == str(quarantined)
+    catalog = valid["facets"]["catalog"]
+    assert (catalog["framework"], catalog["name"]) == ("iceberg", "foodtaster")

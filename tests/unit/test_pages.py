@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from support.lake import commit_rows
 from test_trend import CONFIG, entry
 
 from foodtaster.ops import lake_files, pages
 from foodtaster.state.lake import Lake, write_json, write_text
 from foodtaster.state.ledger import record_batch
+from foodtaster.state.tables import QUARANTINE
 
 HOSTILE = '<script>alert("x")</script> & \\xc3('
 DATASETS = {"orders": CONFIG}
@@ -31,7 +30,7 @@ def lake(tmp_path) -> Lake:
         "samples": [{"source_file": "file:/in/part-1.jsonl", "line_number": 7, "raw": HOSTILE,
                      "reasons": [{"layer": "parse", "rule": "json.invalid", "column": None,
                                   "message": "not JSON", "value": "<img src=x>"}]}],
-        "paths": {"quarantine": "/lake/quarantine/orders/batch_date=2026-11-02/batch_id=20261102"},
+        "paths": {"report": "/lake/reports/orders/20261102"},
     })
     return the_lake
 
@@ -91,7 +90,9 @@ def test_the_drill_down_names_both_rates_sorts_reasons_by_count_and_shows_paths_
         "samples": [{"source_file": f"file://{root}/raw/orders/batch_date=2026-11-03/batch_id=20261103/"
                                     "part-0.jsonl", "line_number": 4, "raw": "{",
                      "reasons": [{"layer": "parse", "rule": "json.invalid", "message": "not JSON"}]}],
-        "paths": {"quarantine": f"file:{root}/quarantine/orders/batch_date=2026-11-03/batch_id=20261103"},
+        "paths": {"report": f"file:{root}/reports/orders/20261103"},
+        "tables": {"names": {"valid": "orders", "quarantine": "orders_quarantine", "namespace": "foodtaster",
+                             "catalog": "foodtaster"}, "branch": "audit-20261103"},
     })
     html = pages.batch_page(lake, DATASETS, "orders", "20261103")
     assert html.index("json.invalid") < html.index("currency.isin") < html.index("amount.ge")
@@ -101,7 +102,9 @@ def test_the_drill_down_names_both_rates_sorts_reasons_by_count_and_shows_paths_
     assert "without the 2 already listed (poison list); alert_rate and hold_rate judge this one" in html
     assert "<li>new quarantine rate 28.80% &gt;= hold_rate 20.00%</li>" in html  # not a Python list
     assert "raw/orders/batch_date=2026-11-03/batch_id=20261103/part-0.jsonl:4" in html
-    assert "<code>quarantine/orders/batch_date=2026-11-03/batch_id=20261103</code>" in html
+    assert ("quarantine table: <code>foodtaster.orders_quarantine</code>, "
+            "<code>batch_id = '20261103'</code>; "
+            "valid rows: <code>foodtaster.orders</code> on branch audit-20261103 (not published)") in html
     assert "file:" not in html and root not in html  # no machine path: lake paths are relative
 
 
@@ -141,10 +144,8 @@ REASON = pa.struct([("layer", pa.string()), ("rule", pa.string()), ("column", pa
 
 
 def quarantine(lake: Lake, batch_id: str, day: str, rows: list[tuple[bytes, list[str]]]) -> None:
-    """A quarantine partition as the job writes it: raw bytes, reasons, lineage."""
-    folder = Path(lake.quarantine("orders", day, batch_id))
-    folder.mkdir(parents=True)
-    pq.write_table(pa.table({
+    """A batch's quarantine as the job writes it: raw bytes, reasons, lineage."""
+    commit_rows(lake, "orders", QUARANTINE, day, batch_id, pa.table({
         "_raw": pa.array([raw for raw, _ in rows], pa.binary()),
         "reasons": pa.array([[{"layer": "row", "rule": rule, "column": "x", "message": f"{rule} failed",
                                "value": None} for rule in rules] for _, rules in rows], pa.list_(REASON)),
@@ -152,7 +153,7 @@ def quarantine(lake: Lake, batch_id: str, day: str, rows: list[tuple[bytes, list
         "_source_file": [f"{lake.raw('orders', day, batch_id)}/part-0.jsonl"] * len(rows),
         "_line_number": pa.array(range(1, len(rows) + 1), pa.int64()),
         "_ingested_at": ["2026-11-06T00:00:00Z"] * len(rows),
-    }), folder / "part-00000.parquet")
+    }))
 
 
 @pytest.fixture

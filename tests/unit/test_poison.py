@@ -9,7 +9,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from support.lake import reason, write_batch
+from support.lake import reason, use_catalog_of, write_batch
 
 from foodtaster.state.browse import NotInLake, landed_lines, message_bytes, quarantined_rows
 from foodtaster.state.lake import Lake
@@ -160,12 +160,13 @@ def test_quarantined_rows_filter_by_rule_and_limit(tmp_path):
     assert len(quarantined_rows(lake, "orders", "20261120", limit=1)) == 1
 
 
-def test_a_lake_on_an_object_store_through_fsspec(tmp_path):
+def test_a_lake_on_an_object_store_through_fsspec(tmp_path, monkeypatch):
     import fsspec
 
     write_batch(tmp_path, "2026-11-20", "20261120", LINES, {2: [reason("json.invalid", "not JSON")]})
     memory = fsspec.filesystem("memory")
     memory.put(f"{tmp_path}/", f"/{tmp_path.name}/", recursive=True)
+    use_catalog_of(Lake(str(tmp_path)), monkeypatch)  # the tables in a configured catalog
     lake = Lake(f"memory://{tmp_path.name}")
     assert [r["_raw"] for r in quarantined_rows(lake, "orders", "20261120")] == [LINES[1]]
     entry = report_downstream(lake, "orders", batch_id="20261120", source_file="part-0.jsonl",

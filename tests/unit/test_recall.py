@@ -1,6 +1,6 @@
 """A recall on a small lake (pyarrow, no Spark): the published row moves to the quarantine with its
 exact bytes, the ledger and summary count it, a second call changes nothing, and a CLI process
-killed between the two swaps loses nothing and is finished by running it again."""
+killed between its two commits loses nothing and is finished by running it again."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
-from support.lake import reason, write_batch
+from support.lake import reason, use_catalog_of, write_batch
 
 from foodtaster.state import ledger
-from foodtaster.state.browse import NotInLake, partition, quarantined_rows, read_table
+from foodtaster.state.browse import NotInLake, quarantined_rows, read_batch
 from foodtaster.state.lake import FAULT_AT_ENV, FAULT_DIR_ENV, Lake, write_json
 from foodtaster.state.poison import PoisonList, PoisonListError, fingerprint
 from foodtaster.state.recall import RULE, recall, report_downstream
+from foodtaster.state.tables import VALID, DatasetTables
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LINES = [b'{"message_id": "m1", "amount": 5}', b"{'bad'}", b'{"message_id": "m3", "amount": 7}',
@@ -41,8 +42,8 @@ def lake(tmp_path):
 
 
 def _lines(lake: Lake, zone: str) -> list[int]:
-    return sorted(read_table(partition(lake, zone, "orders", BATCH), ["_line_number"])
-                  .column("_line_number").to_pylist())
+    rows = read_batch(lake, zone, "orders", BATCH, ["_line_number"])
+    return sorted(rows.column("_line_number").to_pylist())
 
 
 def _accounted(record: dict) -> bool:
@@ -70,7 +71,10 @@ def test_a_recall_moves_the_row_with_its_bytes_and_counts_it(lake):
     assert again.moved == 0 and (again.valid, again.quarantined, again.recalled) == (2, 2, 1)
     assert _lines(lake, "quarantine") == [2, 4]
     assert len(ledger.batch_entry(lake, "orders", BATCH)["recalls"]) == 1
-    assert not list(Path(lake.root).glob("*/orders/_runs/*/*/*"))  # nothing left aside
+    valid = DatasetTables(lake, "orders").table(VALID)
+    assert [s.summary.get("foodtaster.operation") for s in valid.snapshots()][-1] == "recall"  # one snapshot
+    assert valid.current_snapshot().summary.get("deleted-records") == "3"
+    assert valid.current_snapshot().summary.get("added-records") == "2"  # the file rewritten without it
 
 
 def test_a_recall_needs_a_published_row(lake):
@@ -104,7 +108,7 @@ def test_a_recall_killed_between_its_swaps_loses_nothing_and_is_finished_by_runn
             assert killed.poll() is None, killed.communicate()
             assert time.monotonic() < deadline, "the recall never reached its fault point"
             time.sleep(0.05)
-        # Between the swaps a reader finds the row in both partitions, never in neither.
+        # Between the commits a reader finds the row in both tables, never in neither.
         assert _lines(lake, "valid") == [1, 3, 4] and _lines(lake, "quarantine") == [2, 3]
     finally:
         os.killpg(killed.pid, signal.SIGKILL)
@@ -130,11 +134,13 @@ def test_the_cli_says_what_a_recall_needs(lake):
     assert done.returncode == 2 and "--recall needs --batch, --file and --line" in done.stderr
 
 
-def test_a_recall_on_an_object_store_through_fsspec(lake):
+def test_a_recall_on_an_object_store_through_fsspec(lake, monkeypatch):
     import fsspec
 
+    # the lake's folders on an object store; its tables where a configured catalog says
     memory = fsspec.filesystem("memory")
     memory.put(f"{lake.root}/", "/recall-lake/", recursive=True)
+    use_catalog_of(lake, monkeypatch)
     remote = Lake("memory://recall-lake")
     report_downstream(remote, "orders", batch_id=BATCH, source_file="part-0.jsonl", line_number=1,
                       why="crashed", reporter="billing", recall=True)

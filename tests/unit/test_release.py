@@ -1,18 +1,22 @@
-"""Release: a held batch's staged valid rows published on an operator's word, with the ledger
-telling that it was held, who released it and why; refused when there is nothing to release."""
+"""Release: a held batch's valid rows, waiting on its audit branch, published on an operator's
+word, with the ledger telling that it was held, who released it and why; refused when there is
+nothing to release."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from support.lake import commit_rows
 
 from foodtaster.ops.cli import main
-from foodtaster.state.lake import Lake, exists, read_json, write_json
+from foodtaster.registry import Tables
+from foodtaster.state.lake import Lake, read_json, write_json
 from foodtaster.state.ledger import batch_entries, record_batch, redrive_entries
 from foodtaster.state.release import ReleaseError, release_batch
+from foodtaster.state.tables import VALID, DatasetTables, audit_branch, batch_tag
 
 DATE, BATCH = "2026-11-21", "20261121"
 
@@ -20,13 +24,13 @@ DATE, BATCH = "2026-11-21", "20261121"
 @pytest.fixture
 def lake(tmp_path: Path) -> Lake:
     lake = Lake(str(tmp_path / "lake"))
-    staged = Path(lake.staged_valid("orders", DATE, BATCH))
-    staged.mkdir(parents=True)
-    pq.write_table(pa.table({"message_id": ["m1", "m2", "m3"]}), staged / "part-0.parquet")
+    commit_rows(lake, "orders", VALID, DATE, BATCH, pa.table({"message_id": ["m1", "m2", "m3"]}),
+                publish=False)
     summary = {"dataset": "orders", "batch_id": BATCH, "batch_date": DATE, "messages": 5, "valid": 3,
                "quarantined": 2, "duplicates_dropped": 0, "quarantine_rate": 0.4, "published": False,
                "run_id": "r1", "verdict": {"publish": False, "alert": True, "severity": "critical",
-                                           "why": ["quarantine rate 40.00% >= hold_rate 20.00%"]}}
+                                           "why": ["quarantine rate 40.00% >= hold_rate 20.00%"]},
+               "tables": {"names": asdict(Tables.named_after("orders")), "branch": audit_branch(BATCH)}}
     write_json(lake.summary("orders", BATCH), summary)
     record_batch(lake, "orders", {**{k: summary[k] for k in (
         "batch_id", "batch_date", "messages", "valid", "quarantined", "duplicates_dropped",
@@ -37,8 +41,10 @@ def lake(tmp_path: Path) -> Lake:
 
 def test_release_publishes_the_staged_rows_and_the_ledger_says_who_and_why(lake):
     done = release_batch(lake, "orders", BATCH, "the 2 bad rows are a known test order", "alice")
-    assert exists(lake.valid("orders", DATE, BATCH)) and not exists(lake.staged_valid("orders", DATE, BATCH))
-    assert done["valid"] == 3
+    tables = DatasetTables(lake, "orders")
+    assert tables.batch(VALID, BATCH).rows == 3  # on main now
+    assert audit_branch(BATCH) not in tables.table(VALID).metadata.refs
+    assert done["valid"] == 3 and done["tag"] == batch_tag(BATCH) and done["table"] == "foodtaster.orders"
     entry = batch_entries(lake, "orders")[0]
     assert entry["verdict"] == "published" and entry["released"]["by"] == "alice"
     assert entry["held_why"] == ["quarantine rate 40.00% >= hold_rate 20.00%"]
@@ -60,7 +66,7 @@ def test_release_needs_a_reason_and_a_known_batch(lake):
 def test_the_cli_releases_and_reports_errors_as_usage(lake, capsys):
     assert main(["release", "--dataset", "orders", "--lake", lake.root, "--batch", BATCH,
                  "--why", "checked by hand", "--by", "bob"]) == 0
-    assert "3 valid rows published" in capsys.readouterr().out
+    assert "3 valid rows published to foodtaster.orders (tag batch-20261121)" in capsys.readouterr().out
     assert main(["release", "--dataset", "orders", "--lake", lake.root, "--batch", BATCH,
                  "--why", "again"]) == 2
     assert "already published" in capsys.readouterr().err

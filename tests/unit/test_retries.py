@@ -5,12 +5,10 @@ held for a group no longer open; every other row is left in the lake, unread as 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from support.lake import LINEAGE, REASON, reason
+from support.lake import LINEAGE, REASON, commit_rows, reason
 
 from foodtaster.contract_references import RetryPolicy
 from foodtaster.state.dispositions import Dispositions
@@ -18,6 +16,7 @@ from foodtaster.state.groups import RULE as HELD
 from foodtaster.state.groups import GroupLog, Poison
 from foodtaster.state.lake import Lake
 from foodtaster.state.retries import retry_candidates, retry_work
+from foodtaster.state.tables import QUARANTINE
 
 BATCH, DAY, SOURCE = "20261120", "2026-11-20", "file:/inbox/orders-1.jsonl"
 REF = "customer_id.references(customers.customer_id)"
@@ -41,24 +40,22 @@ def key(line: int) -> str:
 @pytest.fixture
 def lake(tmp_path) -> Lake:
     the_lake = Lake(str(tmp_path))
-    folder = Path(the_lake.quarantine("orders", DAY, BATCH))
-    folder.mkdir(parents=True)
     lines = sorted(ROWS)
     schema = pa.schema([("reasons", pa.list_(REASON)), ("order_id", pa.string()), *LINEAGE])
-    pq.write_table(pa.table({
+    commit_rows(the_lake, "orders", QUARANTINE, DAY, BATCH, pa.table({
         "reasons": [ROWS[n][1] for n in lines], "order_id": [ROWS[n][0] for n in lines],
         "_batch_id": [BATCH] * len(lines), "_source_file": [SOURCE] * len(lines), "_line_number": lines,
-        "_ingested_at": [LANDED] * len(lines)}, schema=schema), folder / "part-00000.snappy.parquet")
+        "_ingested_at": [LANDED] * len(lines)}, schema=schema))
     GroupLog(the_lake, "orders").poisoned(BATCH, [Poison(key(1), "o-1", None, "m-1", BATCH)])
     return the_lake
 
 
 def test_only_rows_with_rules_the_pass_acts_on_are_read_into_python(lake):
-    rows = retry_candidates(lake.zone("quarantine", "orders"), ["_line_number", "reasons"], {REF}, HELD)
+    rows = retry_candidates(lake, "orders", ["_line_number", "reasons"], {REF}, HELD)
     assert [row["_line_number"] for row in rows] == [3, 4]
-    assert [row["_line_number"] for row in retry_candidates(lake.zone("quarantine", "orders"),
+    assert [row["_line_number"] for row in retry_candidates(lake, "orders",
                                                            ["_line_number"], {REF}, None)] == [3]
-    assert retry_candidates(lake.zone("quarantine", "orders"), ["_line_number"], {"x.y"}, None) == []
+    assert retry_candidates(lake, "orders", ["_line_number"], {"x.y"}, None) == []
 
 
 def test_a_row_failing_only_retryable_rules_is_due_its_first_wait_after_landing(lake):

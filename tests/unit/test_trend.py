@@ -5,14 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from support.lake import commit_rows
 
 from foodtaster.ops import trend
 from foodtaster.registry import DatasetConfig
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake
 from foodtaster.state.ledger import record_batch
+from foodtaster.state.tables import QUARANTINE
 
 CONFIG = DatasetConfig(name="orders", contract="contracts.orders:Orders",
                        expectation_suite="expectations/orders.json", alert_rate=0.02, hold_rate=0.2)
@@ -33,11 +34,9 @@ def entry(day: str, messages: int, quarantined: int, verdict: str = "published",
 
 
 def quarantine(lake: Lake, day: str, producers: list[str | None]) -> None:
-    folder = Path(lake.quarantine("orders", day, day.replace("-", "")))
-    folder.mkdir(parents=True)
     table = pa.table({"_raw": pa.array([b"{}"] * len(producers), pa.binary()),
                       "producer": pa.array(producers, pa.string())})
-    pq.write_table(table, folder / "part-00000.parquet")
+    commit_rows(lake, "orders", QUARANTINE, day, day.replace("-", ""), table)
 
 
 @pytest.fixture
@@ -87,9 +86,8 @@ def test_no_producer_column_no_producers_and_an_empty_ledger_has_no_rate(tmp_pat
     the_lake = Lake(str(tmp_path / "lake"))
     assert trend.dataset_trend(the_lake, CONFIG).recent_rate is None
     record_batch(the_lake, "orders", entry("2026-11-01", 10, 2))
-    folder = Path(the_lake.quarantine("orders", "2026-11-01", "20261101"))
-    folder.mkdir(parents=True)
-    pq.write_table(pa.table({"_raw": pa.array([b"x", b"y"], pa.binary())}), folder / "p.parquet")
+    commit_rows(the_lake, "orders", QUARANTINE, "2026-11-01", "20261101",
+                pa.table({"_raw": pa.array([b"x", b"y"], pa.binary())}))
     t = trend.dataset_trend(the_lake, CONFIG)
     assert t.producers == () and t.rising is False and t.recent_rate == 0.2
 

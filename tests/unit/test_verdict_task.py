@@ -4,14 +4,17 @@ turns it green when the task runs again (docs/decisions/017-a-held-batch-fails-i
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from support.airflow_api import FakeAirflowApi
+from support.lake import commit_rows
 from support.task_documents import landed, ledger_entry, summary
 
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json
 from foodtaster.state.release import release_batch
+from foodtaster.state.tables import VALID
 from foodtaster_airflow import ledger_step, steps
 from foodtaster_airflow.rest import AirflowApi
 
@@ -35,6 +38,11 @@ def recorded(lake: Lake, outcome: str) -> dict:
     return {"entry": entry}
 
 
+def staged_rows(lake: Lake) -> None:
+    commit_rows(lake, "orders", VALID, "2026-11-20", "20261120", pa.table({"message_id": ["m1"]}),
+                publish=False, run_id="run")
+
+
 def test_a_published_batch_ends_the_run_green_and_an_empty_landing_skips(lake):
     assert ledger_step.verdict("orders", recorded(lake, "published"), DAG, RUN) == {"verdict": "published"}
     with pytest.raises(AirflowSkipException, match="empty: batch 20261120"):
@@ -53,8 +61,7 @@ def test_a_held_batch_fails_the_run_with_why_and_what_to_do(lake, caplog):
 
 def test_once_released_the_held_runs_verdict_ends_green_with_who_and_why(lake, caplog):
     held = recorded(lake, "held")
-    staged = lake.staged_valid("orders", "2026-11-20", "20261120")
-    write_json(f"{staged}/part-0.json", {})  # the staged rows a release publishes
+    staged_rows(lake)  # the rows on the batch's audit branch a release publishes
     release_batch(lake, "orders", "20261120", "the bad rows are a test feed", "alice")
     assert ledger_step.verdict("orders", held, DAG, RUN)["verdict"] == "released"
     assert "RELEASED by alice at " in caplog.text and "the bad rows are a test feed" in caplog.text
@@ -70,7 +77,7 @@ def test_once_released_the_held_runs_verdict_ends_green_with_who_and_why(lake, c
 
 def test_a_release_notes_the_held_run_and_clears_its_verdict_task(lake, caplog):
     recorded(lake, "held")
-    write_json(f"{lake.staged_valid('orders', '2026-11-20', '20261120')}/part-0.json", {})
+    staged_rows(lake)
     release_batch(lake, "orders", "20261120", "a test feed", "alice")
     api = FakeAirflowApi().start()
     try:
