@@ -26,8 +26,9 @@ spell of the machine hits all of them:
 
 `--checkout DIR` (repeatable; default this checkout) runs the project's commands from each
 checkout, with its own `.venv` and parser jar: two checkouts on two Spark versions give the
-versions side by side, each with its own floor (docs/decisions/021-spark-version.md). DQX runs
-once a round, from its own venv.
+versions side by side, each with its own floor (docs/decisions/021-spark-version.md); two on one
+Spark version, a change before and after, labelled by commit. DQX runs once a round, from its own
+venv.
 
 The input is generated once into W (`input`, `nested-input`, as `bench_validate.py --keep` makes
 it, and reused when its parameters match), with the nested floor's schema, in a child process so
@@ -77,6 +78,28 @@ def prepare(args: argparse.Namespace) -> None:
         spark = bv.build_spark(args.master, args.driver_memory)
         schema_file.write_text(bv.nested_schema(spark, str(workdir / "nested-input")).json())
         spark.stop()
+
+
+def labelled(checkouts: list[Path]) -> dict[str, Path]:
+    """Each checkout by its Spark version, or, where two share one (a change timed before and
+    after), by its version and commit."""
+    versions = {checkout.resolve(): spark_version(checkout) for checkout in checkouts}
+    if len(set(versions.values())) == len(checkouts):
+        return {version: checkout for checkout, version in versions.items()}
+    labels = {f"{version}@{commit(checkout)}": checkout for checkout, version in versions.items()}
+    if len(labels) < len(checkouts):
+        raise SystemExit("two --checkout at the same Spark version and commit: "
+                         "their rows could not be told apart")
+    return labels
+
+
+def commit(checkout: Path) -> str:
+    """The checkout's commit, `+` when its work tree holds changes."""
+    head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(checkout), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    return head + ("+" if dirty else "")
 
 
 def spark_version(checkout: Path) -> str:
@@ -152,9 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     if "dqx" in variants and not args.dqx_python.exists():
         parser.error(f"no {args.dqx_python}: run `make bench-dqx-venv` first")
     datasets = args.dataset or list(DATASETS)
-    checkouts = {spark_version(checkout): checkout.resolve() for checkout in args.checkout or [ROOT]}
-    if len(checkouts) < len(args.checkout or [ROOT]):
-        parser.error("two --checkout on the same Spark version: their rows could not be told apart")
+    checkouts = labelled(args.checkout or [ROOT])
 
     prepared = subprocess.run([sys.executable, __file__, "--prepare", "--workdir", str(args.workdir),
                                "--messages", str(args.messages), "--seed", str(args.seed),
