@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 import fsspec
 
 from foodtaster.contract.path import Path
-from foodtaster.registry import DatasetConfig, PersonalPathError, lake_root, personal_pattern
+from foodtaster.lake_paths import lake_root
+from foodtaster.registry import DatasetConfig, PersonalPathError, personal_pattern
 
 if TYPE_CHECKING:
     from foodtaster.contract.model import Contract

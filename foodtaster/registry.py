@@ -27,7 +27,6 @@ if TYPE_CHECKING:  # the registry is read without pandera (the CLI, DAG parsing)
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONTRACT_FILE_MODULE = "foodtaster_contract_file"  # the module name of a contract given by its file
 DEFAULT_REGISTRY = PROJECT_ROOT / "pipeline.yaml"
-DEFAULT_LAKE = PROJECT_ROOT / "data" / "lake"
 DATASET_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
 DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -363,11 +362,6 @@ class DatasetConfig:
 
 def registry_path() -> Path:
     return Path(os.environ.get("FOODTASTER_REGISTRY", DEFAULT_REGISTRY))
-
-
-def lake_root() -> str:
-    """The lake root: FOODTASTER_LAKE (a path or any Hadoop/fsspec URI), else ./data/lake."""
-    return os.environ.get("FOODTASTER_LAKE") or str(DEFAULT_LAKE)
 
 
 def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, Any],

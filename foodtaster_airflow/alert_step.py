@@ -10,7 +10,8 @@ import logging
 from typing import Any, NoReturn
 
 from foodtaster.errors import REFUSED_PREFIX
-from foodtaster.registry import DatasetConfig, get_dataset, lake_root
+from foodtaster.lake_paths import lake_root
+from foodtaster.registry import DatasetConfig, get_dataset
 from foodtaster.state.lake import Lake
 from foodtaster_airflow import channels, ledger_step
 

@@ -16,8 +16,9 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from foodtaster.errors import Failed, NotFound
+from foodtaster.lake_paths import lake_root
 from foodtaster.landing import LandingResult
-from foodtaster.registry import DatasetConfig, get_dataset, lake_root
+from foodtaster.registry import DatasetConfig, get_dataset
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 
 if TYPE_CHECKING:

@@ -41,8 +41,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from foodtaster.lake_paths import lake_root
 from foodtaster.ops.shown import in_lake
-from foodtaster.registry import PROJECT_ROOT, lake_root
+from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake, exists, read_json
 from foodtaster_dev.demo_nested import nested_demo
 from foodtaster_dev.localenv import (

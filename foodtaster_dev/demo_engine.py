@@ -128,8 +128,9 @@ def run(args: argparse.Namespace) -> int:
     from foodtaster.engine.job import BatchRun
     from foodtaster.engine.run import run_batch
     from foodtaster.engine.spark import build_session
+    from foodtaster.lake_paths import lake_root
     from foodtaster.logs import configure
-    from foodtaster.registry import get_dataset, lake_root
+    from foodtaster.registry import get_dataset
     from foodtaster.sources.inbox import land_batch
     from foodtaster.state.lake import Lake
     from foodtaster_dev import sample

@@ -64,7 +64,8 @@ def view_js() -> Response:
 
 def _context():
     # Read at each request, not at import: the registry and lake are files a person edits.
-    from foodtaster.registry import lake_root, load_registry
+    from foodtaster.lake_paths import lake_root
+    from foodtaster.registry import load_registry
     from foodtaster.state.lake import Lake
 
     return Lake(lake_root()), load_registry()

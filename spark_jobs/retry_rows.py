@@ -16,8 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the engine, when run from a checkout
 
+from foodtaster.lake_paths import lake_root  # noqa: E402
 from foodtaster.logs import configure  # noqa: E402
-from foodtaster.registry import get_dataset, lake_root  # noqa: E402
+from foodtaster.registry import get_dataset  # noqa: E402
 from foodtaster.state.lake import Lake, new_run_id, run_id_from  # noqa: E402
 
 

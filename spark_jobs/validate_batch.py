@@ -24,8 +24,9 @@ from foodtaster.engine.job import BatchRun  # noqa: E402
 from foodtaster.engine.run import claimed, judge_isolating_crashes, publish_if_passed  # noqa: E402
 from foodtaster.engine.spark import build_session  # noqa: E402
 from foodtaster.errors import REFUSED_EXIT_CODE, REFUSED_PREFIX, FoodtasterError, refusal  # noqa: E402
+from foodtaster.lake_paths import lake_root  # noqa: E402
 from foodtaster.logs import configure  # noqa: E402
-from foodtaster.registry import get_dataset, lake_root  # noqa: E402
+from foodtaster.registry import get_dataset  # noqa: E402
 from foodtaster.state.lake import Lake, check_batch_id, check_date, new_run_id, run_id_from  # noqa: E402
 
 

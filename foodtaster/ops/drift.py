@@ -107,8 +107,9 @@ def add_drift_command(commands: argparse._SubParsersAction) -> None:
 def run_drift(args: argparse.Namespace) -> int:
     from foodtaster.drift import report
     from foodtaster.errors import UsageError
+    from foodtaster.lake_paths import lake_root
     from foodtaster.ops.terminal import print_table, printable
-    from foodtaster.registry import get_dataset, lake_root
+    from foodtaster.registry import get_dataset
     from foodtaster.state.drift import DriftLog
     from foodtaster.state.lake import check_date
 

@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     """Judge again and (unless a dry run) publish; print what moved, by rule."""
     from foodtaster.engine.redrive import RedriveRun, Selection, run_redrive
     from foodtaster.engine.spark import build_session
-    from foodtaster.registry import get_dataset, lake_root
+    from foodtaster.lake_paths import lake_root
+    from foodtaster.registry import get_dataset
     from foodtaster.state.dispositions import current_user
     from foodtaster.state.lake import Lake, new_run_id
 

@@ -12,7 +12,8 @@ CELL_CHARS = 60  # a table cell is cut to this many characters
 
 
 def dataset_and_lake(args: argparse.Namespace) -> tuple[Any, str]:
-    from foodtaster.registry import RegistryError, lake_root, load_registry
+    from foodtaster.lake_paths import lake_root
+    from foodtaster.registry import RegistryError, load_registry
     from foodtaster.state.lake import Lake
 
     dataset = args.dataset

@@ -334,7 +334,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from foodtaster.registry import RegistryError, get_dataset, lake_root
+    from foodtaster.lake_paths import lake_root
+    from foodtaster.registry import RegistryError, get_dataset
 
     try:
         config = get_dataset(args.dataset)
