@@ -341,8 +341,8 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
         description=f"Redrive quarantined {dataset} rows after a fix, or release a held batch",
         doc_md=(f"# Foodtaster: redrive `{dataset}`\n\nJudge quarantined rows of a date range again "
                 "against today's contract and poison list and publish those that now pass "
-                f"(`valid/{dataset}/batch_date=<their date>/batch_id=redrive-<id>/`), or release a "
-                "held batch. Dry run is on by default: read the counts by rule in the redrive "
+                "(as the batch `redrive-<id>` of the valid table, through its own audit branch), "
+                "or release a held batch. Dry run is on by default: read the counts by rule in the redrive "
                 "task's log, then trigger again with it off. See docs/operations.md."),
     ) as dag:
 

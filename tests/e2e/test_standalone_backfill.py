@@ -23,7 +23,6 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from support.chains import run_chain
 from support.e2e import HOLDING, fill_inbox, metadata_database, partitions
@@ -36,7 +35,7 @@ from foodtaster.state.accounts import check_accounts
 from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake, read_json
-from foodtaster.state.tables import VALID, DatasetTables
+from foodtaster.state.tables import QUARANTINE, VALID, DatasetTables
 from foodtaster_airflow.rest import AirflowApi, AirflowApiError
 from foodtaster_dev import sample
 from foodtaster_dev.localenv import (
@@ -296,12 +295,12 @@ def chances(standalone, lake, tmp_path_factory):
 
 
 def _valid_rows(lake: str, dataset: str) -> list[dict]:
-    """Every published row of a dataset, partition by partition, in file order."""
-    root = Path(lake) / "valid" / dataset
-    return [{**row, "partition": f"{part.parent.name}/{part.name}"}
-            for part in sorted(root.glob("batch_date=*/batch_id=*"))
-            for row in pq.read_table(part, columns=["message_id", "order_id"] if dataset == CHANCES
-                                     else ["message_id"]).to_pylist()]
+    """Every row main of the valid table holds, batch by batch, each batch's in file order."""
+    columns = ["message_id", "order_id"] if dataset == CHANCES else ["message_id"]
+    rows = DatasetTables(Lake(lake), dataset).read(
+        VALID, columns=[*columns, "batch_date", "batch_id"]).to_pylist()
+    return sorted(({**row, "partition": f"batch_date={row['batch_date']}/batch_id={row['batch_id']}"}
+                   for row in rows), key=lambda row: row["partition"])
 
 
 def _holds(lake: str, *datasets: str) -> None:
@@ -362,14 +361,13 @@ def a_poisoned_conversation_is_released_by_a_purge_and_a_redrive_after_a_fix(
     assert len(poison) >= 2 and held
     assert {p.order_id for p in poison} <= set(GroupLog(the_lake, CHANCES).open_groups())
     assert not set(held) & {row["message_id"] for row in _valid_rows(lake, CHANCES)}
-    quarantined = {row["message_id"]: [reason["rule"] for reason in row["reasons"]] for row in pq.read_table(
-        Path(lake) / "quarantine" / CHANCES, columns=["message_id", "reasons"]).to_pylist()}
+    quarantined = {row["message_id"]: [reason["rule"] for reason in row["reasons"]] for row in DatasetTables(
+        the_lake, CHANCES).read(QUARANTINE, columns=["message_id", "reasons"]).to_pylist()}
     assert all(quarantined[m] == ["group.poisoned"] for m in held)  # foodtaster.engine.group_hold.RULE
 
     purged = poison[0]
     batch = purged.day.replace("-", "")
-    (row,) = [r for r in pq.read_table(Path(lake) / "quarantine" / CHANCES / f"batch_date={purged.day}"
-                                       / f"batch_id={batch}").to_pylist()
+    (row,) = [r for r in DatasetTables(the_lake, CHANCES).read(QUARANTINE, batch).to_pylist()
               if r["message_id"] == purged.message_id]
     assert [reason["rule"] for reason in row["reasons"]] == ["currency.isin"]
     done = subprocess.run(
