@@ -38,16 +38,18 @@ def describe(contract: Contract) -> list[ContractRow]:
     python: dict[Path, list[str]] = {}
     for check in contract.python_checks:
         python.setdefault(check.path, []).append(f"{check.rule.removeprefix(str(check.path) + '.')} (python)")
-    return [_row(where, rule, tuple(python.get(where, ()))) for where, rule in contract.walk()]
+    keyed = set(contract.message_key)
+    return [_row(where, rule, tuple(python.get(where, ())), where in keyed)
+            for where, rule in contract.walk()]
 
 
-def _row(where: Path, rule: FieldRule, python: tuple[str, ...]) -> ContractRow:
+def _row(where: Path, rule: FieldRule, python: tuple[str, ...], key: bool) -> ContractRow:
     checks = [check_words(c) for c in rule.checks if c.name != "iso_timestamp"]
     if rule.items is not None and rule.items.strict is not False:
         checks.append("items.strict" if rule.items.strict is True else "items.filter")
     return ContractRow(
         path=str(where), type=type_words(rule), required=rule.required, nullable=rule.nullable,
-        checks=(*checks, *python), key=rule.unique, personal=rule.personal,
+        checks=(*checks, *python), key=key, personal=rule.personal,
     )
 
 

@@ -92,7 +92,14 @@ def read_json_schema(file: str | FilePath, *, ignore: tuple[str, ...] = (),
                      assert_formats: tuple[str, ...] = ()) -> Contract:
     """A JSON Schema file as a contract, or a ContractError naming the keyword and its pointer."""
     path = FilePath(file).resolve()
-    document = _load(path)
+    return schema_contract(_load(path), path, ignore=ignore, assert_formats=assert_formats)
+
+
+def schema_contract(document: Any, path: FilePath, *, ignore: tuple[str, ...] = (),
+                    assert_formats: tuple[str, ...] = (), name: str | None = None,
+                    source: str | None = None, passed_over: tuple[str, ...] = ()) -> Contract:
+    """A JSON Schema document read from `path` (or found in it: an AsyncAPI message's payload)
+    as a contract; `$ref`s resolved against the file."""
     draft = _draft_of(document, path)
     for name in assert_formats:
         if name not in ASSERTABLE_FORMATS:
@@ -109,17 +116,14 @@ def read_json_schema(file: str | FilePath, *, ignore: tuple[str, ...] = (),
         raise ContractError(f"{path.name}: the schema cannot be compiled: {err}") from err
     fields = _typed_view(document, document, Path())
     title = document.get("title") if isinstance(document, dict) else None
-    return Contract(name=str(title or path.stem), fields=tuple(fields), strict=False, source=str(path),
-                    schema=doc)
+    return Contract(name=str(name or title or path.stem), fields=tuple(fields), strict=False,
+                    source=source or str(path), schema=doc, passed_over=passed_over)
 
 
 def _load(path: FilePath) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as err:
-        raise ContractError(f"JSON Schema {path} does not exist") from err
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ContractError(f"JSON Schema {path.name} is not JSON: {err}") from err
+    from foodtaster.contract.documents import load
+
+    return load(path, "JSON Schema", json.loads)
 
 
 def _draft_of(document: Any, path: FilePath) -> str:

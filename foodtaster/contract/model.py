@@ -220,6 +220,13 @@ class Contract:
     # A JSON Schema contract's schema (`foodtaster.contract.json_schema.JsonSchemaDoc`): it judges
     # every message; `fields` are then the typed view valid/ holds, judged by no rule of their own.
     schema: Any = field(default=None, compare=False)
+    # A key of several fields (pandera's `Config.unique`, an ODCS primary key of several
+    # properties), in its order; a key of one field is that field's `unique`.
+    key: tuple[Path, ...] = ()
+    # Batch-gate expectations the contract itself states (`foodtaster.contract.odcs.Expectation`),
+    # added to the dataset's suite; and what the document says that judges nothing, listed.
+    expectations: tuple[Any, ...] = ()
+    passed_over: tuple[str, ...] = ()
 
     @property
     def judged_by_schema(self) -> bool:
@@ -232,6 +239,11 @@ class Contract:
     @property
     def unique_fields(self) -> list[Path]:
         return [f.path for f in self.fields if f.unique]
+
+    @property
+    def message_key(self) -> tuple[Path, ...]:
+        """The message's unique key: its fields in order (one or several), or none."""
+        return self.key or tuple(self.unique_fields)
 
     @property
     def keeps_unknown(self) -> bool:

@@ -66,6 +66,13 @@ def contract_show(args: argparse.Namespace) -> int:
              for c in contract.frame_checks]
     for words in frame:
         print(f"across fields: {printable(words)}")
+    if len(contract.key) > 1:
+        print(f"key: ({', '.join(printable(str(p)) for p in contract.key)})")
+    for expectation in contract.expectations:
+        kwargs = ", ".join(f"{k}={v}" for k, v in expectation.kwargs)
+        print(f"batch gate: {printable(expectation.name)}: {expectation.type}({printable(kwargs)})")
+    if contract.passed_over:
+        print(f"passed over (not judged): {printable(', '.join(contract.passed_over))}")
     return 0
 
 
