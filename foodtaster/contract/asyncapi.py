@@ -21,7 +21,7 @@ from foodtaster.contract.documents import load
 from foodtaster.contract.json_schema import schema_contract
 from foodtaster.contract.model import Contract, ContractError
 
-VERSIONS = ("2.", "3.0.")
+VERSIONS = ("2.", "3.")
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 # Schema formats whose payload is judged as a JSON Schema (AsyncAPI's own is a draft-07 superset).
 JSON_SCHEMA_FORMATS = ("application/vnd.aai.asyncapi", "application/vnd.aai.asyncapi+json",
@@ -37,7 +37,7 @@ def read_asyncapi(file: str | FilePath, part: str | None = None, *, ignore: tupl
     version = str(document.get("asyncapi", "")) if isinstance(document, dict) else ""
     if not version.startswith(VERSIONS):
         raise ContractError(f"{path.name}: asyncapi {version!r} is not read here; AsyncAPI 2.x (2.6.0) or "
-                            "3.0.x")
+                            "3.x (3.0.0)")
     messages = dict(_messages(document))
     name, ref = _chosen(messages, part, path.name)
     message = _resolved(messages[name][1], document, path.name)
