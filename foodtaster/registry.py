@@ -269,6 +269,10 @@ class DatasetConfig:
     # Paths whose values no person may read, besides those the contract marks (`foodtaster.privacy`):
     # patterns such as `data.lines[].recipient`.
     personal: tuple[str, ...] = ()
+    # The message's unique key (paths, one or several in order) for a contract that states none,
+    # such as a JSON Schema (CloudEvents: `[source, id]`): duplicates, the poison list and redrive
+    # match by it.
+    key: tuple[str, ...] = ()
     # Drift (foodtaster.drift): the producer's path in a message (a `Path`, e.g. `source` for a
     # CloudEvents envelope), the share of messages at which a NEW unknown path pages, and how many
     # batches before a batch an optional field must have come in to be reported as stopped.
@@ -333,9 +337,11 @@ class DatasetConfig:
         if document is not None:
             from foodtaster.contract.documents import read_document
 
-            return read_document(document[0], document[1], ignore=self.ignore,
+            read = read_document(document[0], document[1], ignore=self.ignore,
                                  assert_formats=self.assert_formats)
-        return read_contract(self.load_contract(), self.contract)
+        else:
+            read = read_contract(self.load_contract(), self.contract)
+        return with_key(read, self.key, f"dataset {self.name!r}") if self.key else read
 
     def load_contract(self) -> type[DataFrameModel] | None:
         """A pandera contract's model class; None for a contract given as a document."""
@@ -378,6 +384,34 @@ class DatasetConfig:
         return path if path.is_absolute() else PROJECT_ROOT / path
 
 
+def with_key(contract: Contract, key: tuple[str, ...], where: str) -> Contract:
+    """The contract with the registry's `key`: a field's `unique`, or a key of several fields;
+    refused by name where the contract states a key of its own or a path names no field."""
+    from dataclasses import replace
+
+    from foodtaster.contract.path import Path as ContractPath
+
+    if contract.message_key:
+        raise RegistryError(f"{where}: key {list(key)} names a second key; {contract.name} states its own "
+                            f"({', '.join(map(str, contract.message_key))})")
+    slots = {f.path: f for f in contract.fields}
+    paths = []
+    for text in key:
+        try:
+            path = ContractPath.parse(text)
+        except PathError as err:
+            raise RegistryError(f"{where}: key {text!r}: {err}") from err
+        slot = slots.get(path)
+        if slot is None or slot.is_object or slot.is_array:
+            raise RegistryError(f"{where}: key {text!r} is no field of {contract.name} outside an array "
+                                "(nor an object or array itself)")
+        paths.append(path)
+    if len(paths) == 1:
+        return replace(contract, fields=tuple(replace(f, unique=True) if f.path == paths[0] else f
+                                              for f in contract.fields))
+    return replace(contract, key=tuple(paths))
+
+
 def registry_path() -> Path:
     return Path(os.environ.get("FOODTASTER_REGISTRY", DEFAULT_REGISTRY))
 
@@ -407,7 +441,7 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
     for required in ("contract", "expectation_suite"):
         if required not in merged:
             raise RegistryError(f"dataset {name!r}: {required!r} is required")
-    for listed in ("ignore", "assert_formats", "personal"):
+    for listed in ("ignore", "assert_formats", "personal", "key"):
         value = merged.get(listed, ())
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise RegistryError(f"dataset {name!r}: {listed} is a list of strings, got {value!r}")

@@ -8,7 +8,7 @@ No Spark, no pandera: only the contract model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from foodtaster.contract.json_schema import JsonSchemaDoc, resolve, typed_kind
@@ -33,12 +33,13 @@ class ContractRow:
 
 def describe(contract: Contract) -> list[ContractRow]:
     """The contract's rows, parents before the slots under them."""
+    keyed = set(contract.message_key)
     if contract.schema is not None:  # a JSON Schema contract: its own reading, the same rows
-        return schema_rows(contract.schema)
+        key_paths = {str(p) for p in keyed}
+        return [replace(r, key=True) if r.path in key_paths else r for r in schema_rows(contract.schema)]
     python: dict[Path, list[str]] = {}
     for check in contract.python_checks:
         python.setdefault(check.path, []).append(f"{check.rule.removeprefix(str(check.path) + '.')} (python)")
-    keyed = set(contract.message_key)
     return [_row(where, rule, tuple(python.get(where, ())), where in keyed)
             for where, rule in contract.walk()]
 

@@ -208,6 +208,22 @@ class PythonCheck:
 
 
 @dataclass(frozen=True)
+class Key:
+    """The message's unique key: one field, or several in order. Printed as its field's path,
+    or its fields' in parentheses (`(carrier,tracking_no)`); a key of several fields has the
+    JSON array of its values as text for its value (`["DHL","1Z99"]`)."""
+
+    paths: tuple[Path, ...]
+
+    def __post_init__(self) -> None:
+        if not self.paths:
+            raise ContractError("a key names at least one field")
+
+    def __str__(self) -> str:
+        return str(self.paths[0]) if len(self.paths) == 1 else "(" + ",".join(map(str, self.paths)) + ")"
+
+
+@dataclass(frozen=True)
 class Contract:
     """A dataset's contract, whichever front-end read it."""
 
