@@ -13,7 +13,8 @@ ROW_COLUMNS = ("path", "type", "required", "nullable", "checks", "key", "persona
 
 
 def add_contract_commands(commands: argparse._SubParsersAction) -> None:
-    contract = commands.add_parser("contract", help="a dataset's contract: show it; a JSON Schema as pandera")
+    contract = commands.add_parser("contract", help="a dataset's contract: show, check, import as pandera, "
+                                                    "infer from messages")
     verbs = contract.add_subparsers(dest="verb", required=True)
     show = verbs.add_parser("show", help="the effective contract of a dataset, one row a path")
     show.add_argument("dataset", help="the dataset's name in pipeline.yaml")
@@ -29,6 +30,12 @@ def add_contract_commands(commands: argparse._SubParsersAction) -> None:
     check.add_argument("file", help="a file of JSON lines, one message a line")
     check.add_argument("--limit", type=int, default=1000, help="judge at most this many lines (default 1000)")
     check.set_defaults(run=contract_check)
+    infer = verbs.add_parser("infer", help="a first JSON Schema (2020-12) from sample messages, printed; "
+                                           "what the sample could not tell on stderr")
+    infer.add_argument("files", nargs="+", help="files of JSON lines (.gz allowed), e.g. a day of messages")
+    infer.add_argument("--title", default="Inferred", help="the schema's title (the contract's name)")
+    infer.add_argument("--out", help="write the schema to this file instead of printing it")
+    infer.set_defaults(run=contract_infer)
 
 
 def _yes(flag: bool) -> str:
@@ -80,6 +87,32 @@ def contract_import(args: argparse.Namespace) -> int:
     from foodtaster.contract.to_pandera import pandera_module
 
     sys.stdout.write(pandera_module(args.schema, name=args.name))
+    return 0
+
+
+def contract_infer(args: argparse.Namespace) -> int:
+    """The schema the sample suggests, to review and save as a dataset's contract."""
+    import json
+    from pathlib import Path
+
+    from foodtaster.contract.infer import infer, read_sample
+    from foodtaster.errors import NotFound, UsageError
+
+    missing = [f for f in args.files if not Path(f).is_file()]
+    if missing:
+        raise NotFound(f"no such file: {', '.join(missing)}")
+    try:
+        inferred = infer(read_sample(args.files), title=args.title)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    text = json.dumps(inferred.schema, indent=2, ensure_ascii=False) + "\n"
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    print(f"inferred from {inferred.messages} messages; review before use:", file=sys.stderr)
+    for note in inferred.notes:
+        print(f"  {printable(note)}", file=sys.stderr)
     return 0
 
 
