@@ -56,6 +56,8 @@ def read_asyncapi(file: str | FilePath, part: str | None = None, *, ignore: tupl
               if part in document]
     if message.get("headers") is not None:
         passed.append("headers (a batch's messages carry no headers)")
+    if message.get("traits"):
+        passed.append("traits (a message's traits add no payload)")
     if isinstance(message.get("bindings"), dict):
         passed += [f"bindings.{b} (not judged)" for b in message["bindings"]]
     passed += [f"message {other} (another message)" for other in messages if other != name]
