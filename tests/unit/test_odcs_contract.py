@@ -207,3 +207,17 @@ def test_the_schema_object_a_dataset_names_and_the_registry_reads_it(tmp_path):
     assert contract.passed_over[-1] == "schema a (another schema object)"
     with pytest.raises(ContractError, match="has no schema object 'c'; its schema objects: a, b"):
         read_document(tmp_path / "c.odcs.yaml", "c")
+
+
+def test_the_gate_adds_the_contracts_expectations_after_the_suites_own(tmp_path):
+    from foodtaster.engine.gate import load_suite, suite_columns, with_contract_expectations
+
+    contract = read_document(write(tmp_path, SHIPMENT))
+    suite = load_suite("expectations/customers.json")
+    merged = with_contract_expectations(suite, contract.expectations)
+    assert merged["expectations"][:len(suite["expectations"])] == suite["expectations"]
+    added = merged["expectations"][len(suite["expectations"]):]
+    assert [e["meta"]["contract_rule"] for e in added] == ["notes.nullValues", "enough_shipments",
+                                                          "one_line_a_parcel"]
+    assert {"notes", "carrier", "tracking_no"} <= set(suite_columns(merged))
+    assert with_contract_expectations(suite, ()) is suite
