@@ -20,8 +20,10 @@ def add_contract_commands(commands: argparse._SubParsersAction) -> None:
     show.add_argument("dataset", help="the dataset's name in pipeline.yaml")
     show.add_argument("--json", action="store_true", help="JSON lines, one a row, for scripts")
     show.set_defaults(run=contract_show)
-    imports = verbs.add_parser("import", help="a JSON Schema as an equivalent pandera module, printed")
-    imports.add_argument("schema", help="the JSON Schema file (draft-07, 2019-09 or 2020-12)")
+    imports = verbs.add_parser("import", help="a JSON Schema (or an AsyncAPI message's payload) as an "
+                                              "equivalent pandera module, printed")
+    imports.add_argument("schema", help="the JSON Schema file (draft-07, 2019-09 or 2020-12), or "
+                                        "asyncapi.yaml:<message>")
     imports.add_argument("--name", help="the message model's class name (default: from the title or file)")
     imports.set_defaults(run=contract_import)
     check = verbs.add_parser("check", help="judge a few messages by a dataset's contract, locally (Spark, "
@@ -84,9 +86,23 @@ def contract_show(args: argparse.Namespace) -> int:
 
 
 def contract_import(args: argparse.Namespace) -> int:
-    from foodtaster.contract.to_pandera import pandera_module
+    """A JSON Schema, or an AsyncAPI message's payload (`asyncapi.yaml:<message>`), as pandera."""
+    from foodtaster.contract.to_pandera import pandera_module, pandera_module_of
 
-    sys.stdout.write(pandera_module(args.schema, name=args.name))
+    file, _, part = args.schema.partition(".yaml:") if ".yaml:" in args.schema else (args.schema, "", "")
+    file = file + ".yaml" if part else file
+    if not file.endswith((".yaml", ".yml")):
+        sys.stdout.write(pandera_module(args.schema, name=args.name))
+        return 0
+    from foodtaster.contract.documents import read_document
+    from foodtaster.contract.model import ContractError
+
+    contract = read_document(file, part or None)
+    if contract.schema is None:
+        raise ContractError(f"{file}: an ODCS contract is judged as it is (contract: {file}); import turns a "
+                            "JSON Schema or an AsyncAPI message's payload into a pandera module")
+    sys.stdout.write(pandera_module_of(contract.schema.document, args.name or contract.name,
+                                       args.schema))
     return 0
 
 

@@ -120,3 +120,15 @@ def test_a_payload_in_another_schema_format_or_version_is_refused_by_name(tmp_pa
         read_document(write(tmp_path, "asyncapi: 1.2.0\n"))
     with pytest.raises(ContractError, match="neither an ODCS data contract"):
         read_document(write(tmp_path, "openapi: 3.1.0\n"))
+
+
+def test_contract_import_turns_a_messages_payload_into_pandera_and_refuses_an_odcs_contract(tmp_path, capsys):
+    from foodtaster.ops.cli import main
+
+    file = write(tmp_path, V30)
+    assert main(["contract", "import", f"{file}:LightMeasured"]) == 0
+    module = capsys.readouterr().out
+    assert "class LightMeasured(pa.DataFrameModel):" in module
+    assert "id: Series[int] = pa.Field(ge=0)" in module and "alias='sentAt'" in module
+    assert main(["contract", "import", "contracts/shipments.odcs.yaml"]) == 2
+    assert "an ODCS contract is judged as it is" in capsys.readouterr().err
