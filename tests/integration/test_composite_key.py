@@ -48,20 +48,19 @@ def test_a_key_of_two_fields_through_duplicates_the_poison_list_and_a_redrive(sp
     a, other = scan(), scan(tracking_no="X1234567")
     lines = [a, scan(carrier="UPS"), a, other, scan(tracking_no="X1234567", weight=901),
              scan(carrier=None), scan(carrier=None), scan(carrier="POST")]
-    rows = judged(spark, lines, poison_frame(spark, [entry])).collect()
+    # a redrive finds the published keys (here UPS's) and drops a valid row of one as a duplicate
+    published = spark.createDataFrame([("UPS", "1ZA00000001")], "carrier string, tracking_no string") \
+        .select(F.to_json(F.array("carrier", "tracking_no")).alias("_published_key"))
+    rows = mark_published(judged(spark, lines, poison_frame(spark, [entry])), published, KEY) \
+        .orderBy("_row_id").collect()
     conflict, missing = ["(carrier,tracking_no).conflicting_duplicate"], ["carrier.required"]
     assert [(r._outcome, sorted(x.rule for x in r.reasons)) for r in rows][:7] == [
-        ("valid", []), ("valid", []), ("duplicate", []), ("quarantined", conflict),
+        ("valid", []), ("duplicate", []), ("duplicate", []), ("quarantined", conflict),
         ("quarantined", conflict), ("quarantined", missing), ("quarantined", missing)]
     (reason,) = rows[3].reasons
     assert (reason.column, reason.value) == ("(carrier,tracking_no)", '["DHL","X1234567"]')
     assert "appears 2 times" in reason.message
     assert rows[7]._outcome == "quarantined" and [x.message for x in rows[7].reasons] == [entry.why]
-
-    published = spark.createDataFrame([("DHL", "1ZA00000001")], "carrier string, tracking_no string") \
-        .select(F.to_json(F.array("carrier", "tracking_no")).alias("_published_key"))
-    again = mark_published(judged(spark, [scan(), scan(carrier="FEDEX")]), published, KEY)
-    assert [r._outcome for r in again.orderBy("_row_id").collect()] == ["duplicate", "valid"]
 
 
 STATUSES = ["LABEL_CREATED", "IN_TRANSIT", "OUT_FOR_DELIVERY", "DELIVERED", "RETURNED"]
