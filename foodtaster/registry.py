@@ -32,6 +32,8 @@ DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024
 DEFAULT_MAX_FILE_BYTES = 512 * 1024 * 1024
 DEFAULT_PYTHON_CHECK_TIMEOUT_S = 10.0
 DEFAULT_PYTHON_CHECK_MEMORY_MB = 2048
+# A contract given as a document: a JSON Schema, an ODCS data contract or an AsyncAPI document.
+DOCUMENT_SUFFIXES = (".json", ".yaml", ".yml")
 
 
 def line_read_bytes(max_message_bytes: int) -> int:
@@ -235,8 +237,9 @@ def tables_from_entry(dataset: str, entry: Any, catalog: Any) -> Tables:
 @dataclass(frozen=True)
 class DatasetConfig:
     name: str
-    # "module:Class" of a pandera DataFrameModel, or a JSON Schema file (`.json`), relative to the
-    # registry's folder or absolute
+    # "module:Class" of a pandera DataFrameModel, or a document: a JSON Schema file (`.json`), an
+    # ODCS contract or an AsyncAPI document (`.yaml`, `x.yaml:<part>`), relative to the registry's
+    # folder or absolute
     contract: str
     expectation_suite: str  # path of the GX suite JSON, relative to the project root
     schedule: str | None = "@daily"
@@ -265,6 +268,10 @@ class DatasetConfig:
     # Paths whose values no person may read, besides those the contract marks (`foodtaster.privacy`):
     # patterns such as `data.lines[].recipient`.
     personal: tuple[str, ...] = ()
+    # The message's unique key (paths, one or several in order) for a contract that states none,
+    # such as a JSON Schema (CloudEvents: `[source, id]`): duplicates, the poison list and redrive
+    # match by it.
+    key: tuple[str, ...] = ()
     # Drift (foodtaster.drift): the producer's path in a message (a `Path`, e.g. `source` for a
     # CloudEvents envelope), the share of messages at which a NEW unknown path pages, and how many
     # batches before a batch an optional field must have come in to be reported as stopped.
@@ -302,26 +309,42 @@ class DatasetConfig:
         return Conversation(self.group_by, self.order_by)
 
     @property
+    def contract_document(self) -> tuple[Path, str | None] | None:
+        """A contract given as a document, with the part it names after `:`: a JSON Schema
+        (`x.json`), an ODCS data contract or an AsyncAPI document (`x.yaml`, `x.yaml:<schema
+        object or message>`); None for a pandera model."""
+        text = self.contract
+        for suffix in DOCUMENT_SUFFIXES:
+            at = text.find(suffix + ":")
+            file, part = (text[:at + len(suffix)], text[at + len(suffix) + 1:]) if at > 0 else (text, None)
+            if file.endswith(suffix):
+                path = Path(file)
+                return path if path.is_absolute() else Path(self.registry_dir or PROJECT_ROOT) / path, part
+        return None
+
+    @property
     def schema_file(self) -> Path | None:
-        """A JSON Schema contract's file; None for a pandera model."""
-        if not self.contract.endswith(".json"):
-            return None
-        path = Path(self.contract)
-        return path if path.is_absolute() else Path(self.registry_dir or PROJECT_ROOT) / path
+        """A JSON Schema contract's file; None for a pandera model or a YAML document."""
+        document = self.contract_document
+        return document[0] if document is not None and document[0].suffix == ".json" else None
 
     def read_contract(self) -> Contract:
         """The dataset's contract, read into the contract model by its front-end."""
         from foodtaster.contract import read_contract
 
-        if self.schema_file is not None:
-            from foodtaster.contract.json_schema import read_json_schema
+        document = self.contract_document
+        if document is not None:
+            from foodtaster.contract.documents import read_document
 
-            return read_json_schema(self.schema_file, ignore=self.ignore, assert_formats=self.assert_formats)
-        return read_contract(self.load_contract(), self.contract)
+            read = read_document(document[0], document[1], ignore=self.ignore,
+                                 assert_formats=self.assert_formats)
+        else:
+            read = read_contract(self.load_contract(), self.contract)
+        return with_key(read, self.key, f"dataset {self.name!r}") if self.key else read
 
     def load_contract(self) -> type[DataFrameModel] | None:
-        """A pandera contract's model class; None for a JSON Schema contract."""
-        if self.schema_file is not None:
+        """A pandera contract's model class; None for a contract given as a document."""
+        if self.contract_document is not None:
             return None
         module_name, _, attr = self.contract.partition(":")
         try:
@@ -360,6 +383,34 @@ class DatasetConfig:
         return path if path.is_absolute() else PROJECT_ROOT / path
 
 
+def with_key(contract: Contract, key: tuple[str, ...], where: str) -> Contract:
+    """The contract with the registry's `key`: a field's `unique`, or a key of several fields;
+    refused by name where the contract states a key of its own or a path names no field."""
+    from dataclasses import replace
+
+    from foodtaster.contract.path import Path as ContractPath
+
+    if contract.message_key:
+        raise RegistryError(f"{where}: key {list(key)} names a second key; {contract.name} states its own "
+                            f"({', '.join(map(str, contract.message_key))})")
+    slots = {f.path: f for f in contract.fields}
+    paths = []
+    for text in key:
+        try:
+            path = ContractPath.parse(text)
+        except PathError as err:
+            raise RegistryError(f"{where}: key {text!r}: {err}") from err
+        slot = slots.get(path)
+        if slot is None or slot.is_object or slot.is_array:
+            raise RegistryError(f"{where}: key {text!r} is no field of {contract.name} outside an array "
+                                "(nor an object or array itself)")
+        paths.append(path)
+    if len(paths) == 1:
+        return replace(contract, fields=tuple(replace(f, unique=True) if f.path == paths[0] else f
+                                              for f in contract.fields))
+    return replace(contract, key=tuple(paths))
+
+
 def registry_path() -> Path:
     return Path(os.environ.get("FOODTASTER_REGISTRY", DEFAULT_REGISTRY))
 
@@ -384,16 +435,17 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
     for required in ("contract", "expectation_suite"):
         if required not in merged:
             raise RegistryError(f"dataset {name!r}: {required!r} is required")
-    for listed in ("ignore", "assert_formats", "personal"):
+    for listed in ("ignore", "assert_formats", "personal", "key"):
         value = merged.get(listed, ())
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise RegistryError(f"dataset {name!r}: {listed} is a list of strings, got {value!r}")
         merged[listed] = tuple(value)
     merged["personal"] = tuple(personal_pattern(p, f"dataset {name!r}: personal") for p in merged["personal"])
     schema_only = merged.get("ignore") or merged.get("assert_formats")
-    if schema_only and not str(merged.get("contract", "")).endswith(".json"):
-        raise RegistryError(f"dataset {name!r}: ignore and assert_formats are a JSON Schema contract's; "
-                            f"{merged.get('contract')!r} is a pandera model")
+    if schema_only and ".json" not in str(merged.get("contract", "")) and \
+            not _is_asyncapi(str(merged.get("contract", "")), registry_dir):
+        raise RegistryError(f"dataset {name!r}: ignore and assert_formats are a JSON Schema contract's "
+                            f"(or an AsyncAPI payload's); {merged.get('contract')!r} is neither")
     config = DatasetConfig(name=name, registry_dir=registry_dir,
                            **{k: v for k, v in merged.items() if k != "name"})
     if not 0 < config.alert_rate <= config.hold_rate <= 1:
@@ -424,6 +476,16 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise RegistryError(f"dataset {name!r}: {days} must be an integer >= 1, got {value!r}")
     return config
+
+
+def _is_asyncapi(contract: str, registry_dir: str) -> bool:
+    """The contract names an AsyncAPI document (its payload is a JSON Schema)."""
+    file = contract.split(":", 1)[0] if ".y" in contract else contract
+    path = Path(file) if Path(file).is_absolute() else Path(registry_dir or PROJECT_ROOT) / file
+    try:
+        return path.suffix in (".yaml", ".yml") and "asyncapi" in (yaml.safe_load(path.read_text()) or {})
+    except (OSError, yaml.YAMLError, TypeError):
+        return False
 
 
 def _check_drift(config: DatasetConfig) -> None:

@@ -8,10 +8,10 @@ No Spark, no pandera: only the contract model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from foodtaster.contract.json_schema import JsonSchemaDoc, resolve, typed_kind
+from foodtaster.contract.json_schema import JsonSchemaDoc, follow, typed_kind
 from foodtaster.contract.model import Check, Contract, FieldRule, render, rule_id
 from foodtaster.contract.path import Path
 
@@ -33,21 +33,24 @@ class ContractRow:
 
 def describe(contract: Contract) -> list[ContractRow]:
     """The contract's rows, parents before the slots under them."""
+    keyed = set(contract.message_key)
     if contract.schema is not None:  # a JSON Schema contract: its own reading, the same rows
-        return schema_rows(contract.schema)
+        key_paths = {str(p) for p in keyed}
+        return [replace(r, key=True) if r.path in key_paths else r for r in schema_rows(contract.schema)]
     python: dict[Path, list[str]] = {}
     for check in contract.python_checks:
         python.setdefault(check.path, []).append(f"{check.rule.removeprefix(str(check.path) + '.')} (python)")
-    return [_row(where, rule, tuple(python.get(where, ()))) for where, rule in contract.walk()]
+    return [_row(where, rule, tuple(python.get(where, ())), where in keyed)
+            for where, rule in contract.walk()]
 
 
-def _row(where: Path, rule: FieldRule, python: tuple[str, ...]) -> ContractRow:
+def _row(where: Path, rule: FieldRule, python: tuple[str, ...], key: bool) -> ContractRow:
     checks = [check_words(c) for c in rule.checks if c.name != "iso_timestamp"]
     if rule.items is not None and rule.items.strict is not False:
         checks.append("items.strict" if rule.items.strict is True else "items.filter")
     return ContractRow(
         path=str(where), type=type_words(rule), required=rule.required, nullable=rule.nullable,
-        checks=(*checks, *python), key=rule.unique, personal=rule.personal,
+        checks=(*checks, *python), key=key, personal=rule.personal,
     )
 
 
@@ -110,24 +113,26 @@ def schema_rows(doc: JsonSchemaDoc) -> list[ContractRow]:
     return found
 
 
-def _object_rows(doc: JsonSchemaDoc, schema: Any, at: Path, found: list[ContractRow]) -> None:
-    schema = resolve(schema, doc.document)
+def _object_rows(doc: JsonSchemaDoc, schema: Any, at: Path, found: list[ContractRow],
+                 chain: frozenset[str] = frozenset()) -> None:
+    schema, chain, _ = follow(schema, doc.document, chain)
     if not isinstance(schema, dict):
         return
     required = set(schema.get("required", ()))
     for key, inner in schema.get("properties", {}).items():
-        inner = resolve(inner, doc.document)
+        inner, inner_chain, recursive = follow(inner, doc.document, chain)
         path = at.key(key)
-        kind, nullable = typed_kind(inner)
-        found.append(ContractRow(path=str(path), type=_type_words(inner, kind), required=key in required,
+        kind, nullable = typed_kind(inner) if not recursive else (None, True)
+        found.append(ContractRow(path=str(path), type="any (JSON text: recursive)" if recursive else
+                                 _type_words(inner, kind), required=key in required,
                                  nullable=nullable, checks=tuple(_checks(doc, inner)), key=False,
                                  personal=bool(isinstance(inner, dict) and inner.get("x-personal"))))
         if kind == "object":
-            _object_rows(doc, inner, path, found)
+            _object_rows(doc, inner, path, found, inner_chain)
         elif kind == "array" and isinstance(inner.get("items"), dict):
-            items = resolve(inner["items"], doc.document)
-            if typed_kind(items)[0] == "object":
-                _object_rows(doc, items, path.each(), found)
+            items, items_chain, again = follow(inner["items"], doc.document, inner_chain)
+            if not again and typed_kind(items)[0] == "object":
+                _object_rows(doc, items, path.each(), found, items_chain)
 
 
 def _type_words(schema: Any, kind: str | None) -> str:

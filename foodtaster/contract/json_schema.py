@@ -23,11 +23,12 @@ is dropped silently.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path as FilePath
 from typing import Any
-from urllib.parse import urldefrag, urljoin, urlparse
+from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
 from foodtaster.contract.model import ARRAY, OBJECT, Contract, ContractError, FieldRule, JsonType, Scope
 from foodtaster.contract.path import Path
@@ -92,7 +93,14 @@ def read_json_schema(file: str | FilePath, *, ignore: tuple[str, ...] = (),
                      assert_formats: tuple[str, ...] = ()) -> Contract:
     """A JSON Schema file as a contract, or a ContractError naming the keyword and its pointer."""
     path = FilePath(file).resolve()
-    document = _load(path)
+    return schema_contract(_load(path), path, ignore=ignore, assert_formats=assert_formats)
+
+
+def schema_contract(document: Any, path: FilePath, *, ignore: tuple[str, ...] = (),
+                    assert_formats: tuple[str, ...] = (), name: str | None = None,
+                    source: str | None = None, passed_over: tuple[str, ...] = ()) -> Contract:
+    """A JSON Schema document read from `path` (or found in it: an AsyncAPI message's payload)
+    as a contract; `$ref`s resolved against the file."""
     draft = _draft_of(document, path)
     for name in assert_formats:
         if name not in ASSERTABLE_FORMATS:
@@ -109,17 +117,14 @@ def read_json_schema(file: str | FilePath, *, ignore: tuple[str, ...] = (),
         raise ContractError(f"{path.name}: the schema cannot be compiled: {err}") from err
     fields = _typed_view(document, document, Path())
     title = document.get("title") if isinstance(document, dict) else None
-    return Contract(name=str(title or path.stem), fields=tuple(fields), strict=False, source=str(path),
-                    schema=doc)
+    return Contract(name=str(name or title or path.stem), fields=tuple(fields), strict=False,
+                    source=source or str(path), schema=doc, passed_over=passed_over)
 
 
 def _load(path: FilePath) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as err:
-        raise ContractError(f"JSON Schema {path} does not exist") from err
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ContractError(f"JSON Schema {path.name} is not JSON: {err}") from err
+    from foodtaster.contract.documents import load
+
+    return load(path, "JSON Schema", json.loads)
 
 
 def _draft_of(document: Any, path: FilePath) -> str:
@@ -162,7 +167,7 @@ def _escape(key: str) -> str:
 
 def _references(document: Any, base: str, path: FilePath) -> dict[str, Any]:
     """The files beside the schema that its `$ref`s name, by URI; a remote `$ref` refused."""
-    ids = {urldefrag(urljoin(base, s["$id"]))[0] for _, s in subschemas(document)
+    ids = {urldefrag(join_uri(base, s["$id"]))[0] for _, s in subschemas(document)
            if isinstance(s, dict) and isinstance(s.get("$id"), str)}
     ids.add(urldefrag(base)[0])
     resources: dict[str, Any] = {}
@@ -176,9 +181,10 @@ def _references(document: Any, base: str, path: FilePath) -> dict[str, Any]:
                 ref = inner.get(keyword)
                 if not isinstance(ref, str):
                     continue
-                target = urldefrag(urljoin(at_base, ref))[0]
-                if target in ids or target in resources:
-                    continue
+                _refuse_bad_uri(ref, keyword, pointer, at_path)
+                target = urldefrag(join_uri(at_base, ref))[0]
+                if target in ids or target in resources or target.rstrip("#") in DRAFTS:
+                    continue  # a meta-schema: the validator ships every draft's
                 beside = _file_beside(target, at_base, at_path)
                 if beside is None:
                     raise ContractError(f"{at_path.name}: {keyword} {ref!r} at #{pointer} names a schema "
@@ -187,6 +193,25 @@ def _references(document: Any, base: str, path: FilePath) -> dict[str, Any]:
                 resources[target] = loaded = _load(beside)
                 pending.append((loaded, target, beside))
     return resources
+
+
+def join_uri(base: str, ref: str) -> str:
+    """`ref` resolved against `base`; a fragment alone stays in `base`'s document whatever its
+    scheme (`urljoin` leaves a URN's `#/$defs/bar` bare: `urn:uuid:…` is no hierarchical URI)."""
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    return urljoin(base, ref)
+
+
+# What a URI reference may hold (RFC 3986): unreserved, reserved and `%` with two hex digits.
+_URI_REFERENCE = re.compile(r"^(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*$")
+
+
+def _refuse_bad_uri(ref: str, keyword: str, pointer: str, path: FilePath) -> None:
+    if not _URI_REFERENCE.match(ref):
+        bad = next(i for i, c in enumerate(ref) if not _URI_REFERENCE.match(ref[i:i + 3] if c == "%" else c))
+        raise ContractError(f"{path.name}: {keyword} {ref!r} at #{pointer} is no valid URI reference: "
+                            f"{ref[bad]!r} at index {bad}; percent-encode it (a space is %20, % is %25)")
 
 
 def _file_beside(target: str, base: str, path: FilePath) -> FilePath | None:
@@ -229,13 +254,32 @@ def resolve(schema: Any, root: Any, seen: int = 0) -> Any:
         ref = schema["$ref"]
         if not ref.startswith("#/"):
             return schema
-        target: Any = root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            target = target[int(part)] if isinstance(target, list) else target.get(part) \
-                if isinstance(target, dict) else None
-        schema, seen = target, seen + 1
+        schema, seen = _pointed(root, ref), seen + 1
     return schema
+
+
+def _pointed(root: Any, ref: str) -> Any:
+    """What a local JSON pointer `#/...` names in `root` (None where nothing)."""
+    target: Any = root
+    for part in ref[2:].split("/"):
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        target = target[int(part)] if isinstance(target, list) and part.isdigit() else target.get(part) \
+            if isinstance(target, dict) else None
+    return target
+
+
+def follow(schema: Any, root: Any, chain: frozenset[str] = frozenset()) -> tuple[Any, frozenset[str], bool]:
+    """`resolve`, keeping the local `$ref`s followed on the way down (`chain`): a schema that
+    refers back to one of them is recursive (a tree node whose items are nodes), true in the
+    third place; its place in the typed view is then JSON text, as a validator judges it fine."""
+    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+        ref = schema["$ref"]
+        if not ref.startswith("#/"):
+            break
+        if ref in chain:
+            return schema, chain, True
+        schema, chain = _pointed(root, ref), chain | {ref}
+    return schema, chain, False
 
 
 def typed_kind(schema: Any) -> tuple[str | None, bool]:
@@ -262,20 +306,21 @@ def _kinds_of(values: Any) -> list[str]:
     return sorted(kinds) if kinds - {"null"} in ({"string"}, {"boolean"}) else []
 
 
-def _typed_view(schema: Any, root: Any, at: Path) -> list[FieldRule]:
-    """The slots valid/ holds under an object schema, parents before children."""
-    schema = resolve(schema, root)
+def _typed_view(schema: Any, root: Any, at: Path, chain: frozenset[str] = frozenset()) -> list[FieldRule]:
+    """The slots valid/ holds under an object schema, parents before children; a recursive
+    part is JSON text."""
+    schema, chain, _ = follow(schema, root, chain)
     fields: list[FieldRule] = []
     properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
     for key, inner in properties.items():
         path = at.key(key)
-        inner = resolve(inner, root)
-        kind, nullable = typed_kind(inner)
+        inner, inner_chain, recursive = follow(inner, root, chain)
+        kind, nullable = typed_kind(inner) if not recursive else (None, True)
         if kind == "object" and inner.get("properties"):
             fields.append(_slot(path, OBJECT, nullable))
-            fields += _typed_view(inner, root, path)
+            fields += _typed_view(inner, root, path, inner_chain)
         elif kind == "array" and isinstance(inner.get("items"), dict | bool) and "prefixItems" not in inner:
-            fields.append(_slot(path, ARRAY, nullable, items=_items(inner["items"], root)))
+            fields.append(_slot(path, ARRAY, nullable, items=_items(inner["items"], root, inner_chain)))
         elif kind in _SCALARS:
             fields.append(_slot(path, _SCALARS[kind], nullable))
         else:
@@ -283,11 +328,11 @@ def _typed_view(schema: Any, root: Any, at: Path) -> list[FieldRule]:
     return fields
 
 
-def _items(schema: Any, root: Any) -> Scope:
-    schema = resolve(schema, root)
-    kind, nullable = typed_kind(schema)
+def _items(schema: Any, root: Any, chain: frozenset[str]) -> Scope:
+    schema, chain, recursive = follow(schema, root, chain)
+    kind, nullable = typed_kind(schema) if not recursive else (None, True)
     if kind == "object" and schema.get("properties"):
-        return Scope(tuple(_typed_view(schema, root, Path())), strict=False)
+        return Scope(tuple(_typed_view(schema, root, Path(), chain)), strict=False)
     json_type = _SCALARS.get(kind or "", JSON_TEXT)
     return Scope((_slot(Path.of("value"), json_type, nullable or json_type is JSON_TEXT),), scalar=True)
 

@@ -208,6 +208,22 @@ class PythonCheck:
 
 
 @dataclass(frozen=True)
+class Key:
+    """The message's unique key: one field, or several in order. Printed as its field's path,
+    or its fields' in parentheses (`(carrier,tracking_no)`); a key of several fields has the
+    JSON array of its values as text for its value (`["DHL","1Z99"]`)."""
+
+    paths: tuple[Path, ...]
+
+    def __post_init__(self) -> None:
+        if not self.paths:
+            raise ContractError("a key names at least one field")
+
+    def __str__(self) -> str:
+        return str(self.paths[0]) if len(self.paths) == 1 else "(" + ",".join(map(str, self.paths)) + ")"
+
+
+@dataclass(frozen=True)
 class Contract:
     """A dataset's contract, whichever front-end read it."""
 
@@ -220,6 +236,13 @@ class Contract:
     # A JSON Schema contract's schema (`foodtaster.contract.json_schema.JsonSchemaDoc`): it judges
     # every message; `fields` are then the typed view valid/ holds, judged by no rule of their own.
     schema: Any = field(default=None, compare=False)
+    # A key of several fields (pandera's `Config.unique`, an ODCS primary key of several
+    # properties), in its order; a key of one field is that field's `unique`.
+    key: tuple[Path, ...] = ()
+    # Batch-gate expectations the contract itself states (`foodtaster.contract.odcs.Expectation`),
+    # added to the dataset's suite; and what the document says that judges nothing, listed.
+    expectations: tuple[Any, ...] = ()
+    passed_over: tuple[str, ...] = ()
 
     @property
     def judged_by_schema(self) -> bool:
@@ -232,6 +255,11 @@ class Contract:
     @property
     def unique_fields(self) -> list[Path]:
         return [f.path for f in self.fields if f.unique]
+
+    @property
+    def message_key(self) -> tuple[Path, ...]:
+        """The message's unique key: its fields in order (one or several), or none."""
+        return self.key or tuple(self.unique_fields)
 
     @property
     def keeps_unknown(self) -> bool:

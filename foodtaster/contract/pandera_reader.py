@@ -48,8 +48,6 @@ _SCHEMA_OPTIONS = (
     ("dtype", None, "a dtype for every column"),
     ("coerce", False, "coercion (a JSON value is judged as written, never converted)"),
     ("ordered", False, "column order (a JSON object's keys have none)"),
-    ("unique", None, "Config.unique (a key of several fields): not supported yet; put unique=True "
-                     "on one field"),
     ("unique_column_names", False, "unique column names (a JSON object's keys are unique)"),
     ("add_missing_columns", False, "adding missing columns (a missing field is a reason)"),
     ("on_missing_columns", None, "on_missing_columns (a missing field is a reason)"),
@@ -277,7 +275,24 @@ def read_pandera(model: type[pa.DataFrameModel], source: str = "") -> Contract:
         _refuse_another_conditional(owner, statistics, names)
     return Contract(name=owner, fields=scope.fields, frame_checks=tuple(frame_checks),
                     python_checks=tuple(python_checks), strict=scope.strict,
-                    source=source or f"{model.__module__}:{model.__qualname__}")
+                    source=source or f"{model.__module__}:{model.__qualname__}",
+                    key=_key_of(schema.unique, scope, owner))
+
+
+def _key_of(unique: Any, scope: Scope, owner: str) -> tuple[Path, ...]:
+    """`Config.unique`: a key of several fields, in its order (one field: its `unique=True`)."""
+    if not unique:
+        return ()
+    names = [unique] if isinstance(unique, str) else list(unique)
+    fields = {f.name: f for f in scope.fields}
+    for name in names:
+        found = fields.get(name)
+        if found is None or found.is_object or found.is_array:
+            raise ContractError(f"{owner}: Config.unique names {name!r}, which is no scalar field of the "
+                                "message itself")
+    if len(names) == 1:
+        raise ContractError(f"{owner}: Config.unique of one field {names[0]!r}: write unique=True on it")
+    return tuple(fields[name].path for name in names)
 
 
 def _is_number(value: Any) -> bool:

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from foodtaster.contract.path import Path
+from foodtaster.contract.model import Key
 from foodtaster.engine import ingest
 from foodtaster.engine.duplicates import KEY_HASH, KEYS_PER_TASK, key_hash
 from foodtaster.engine.group_hold import GROUP_HASH
@@ -27,7 +27,7 @@ SET = "_set"  # which count a row is: one of the three below
 SPLIT, REPEATED_KEY, FAILED_GROUP = "split", "repeated key", "failed group"
 
 
-def batch_counts(rows: DataFrame, key: Path | None, group_hash: Column | None) -> DataFrame:
+def batch_counts(rows: DataFrame, key: Key | None, group_hash: Column | None) -> DataFrame:
     """One row a file split (`SET` `SPLIT`, `ingest.split_aggregates`), a key hash that occurs
     more than once (`REPEATED_KEY`, `KEY_HASH`; with a unique `key`) and a failed row's group
     hash (`FAILED_GROUP`, `GROUP_HASH`; with a `group_hash`, a row's `groups.group_hash`)."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from foodtaster.contract.path import Path
-from foodtaster.engine.layers import named, written_column
+from foodtaster.contract.model import Key
+from foodtaster.engine.layers import key_column, named
 from foodtaster.engine.reasons import check
 from foodtaster.engine.suspects import hash_or_null
 
@@ -29,12 +29,12 @@ KEY = "_key"  # a repeated key's value, beside the rows it is joined to
 KEY_HASH = "_key_hash"  # a 64-bit hash of the key, null where the key is
 
 
-def key_hash(key: Path) -> Column:
+def key_hash(key: Key) -> Column:
     """`KEY_HASH` of a row. Null on a null key, which never repeats."""
-    return hash_or_null(written_column(key))
+    return hash_or_null(key_column(key))
 
 
-def repeated_hashes(rows: DataFrame, key: Path) -> DataFrame:
+def repeated_hashes(rows: DataFrame, key: Key) -> DataFrame:
     """One row (`KEY_HASH`) a key hash that occurs more than once: the repeated keys and the
     rare collision, carrying the hash, not the key. (The job counts them with the batch's other
     counts: `batch_counts`, a `KEYS_PER_TASK` a task.)
@@ -46,7 +46,7 @@ def repeated_hashes(rows: DataFrame, key: Path) -> DataFrame:
     return hashes.repartition(KEY_HASH).groupBy(KEY_HASH).count().where(F.col("count") > 1).select(KEY_HASH)
 
 
-def repeated_keys(rows: DataFrame, key: Path) -> DataFrame:
+def repeated_keys(rows: DataFrame, key: Key) -> DataFrame:
     """One row a key that occurs more than once in `rows`: how many copies, how many distinct
     byte contents, and the first copy's row id. As small as the duplicates are.
 
@@ -54,9 +54,9 @@ def repeated_keys(rows: DataFrame, key: Path) -> DataFrame:
     """
     hashes = repeated_hashes(rows, key)
     return (
-        rows.where(written_column(key).isNotNull()).withColumn(KEY_HASH, key_hash(key))
+        rows.where(key_column(key).isNotNull()).withColumn(KEY_HASH, key_hash(key))
         .join(F.broadcast(hashes), KEY_HASH, "left_semi")
-        .groupBy(written_column(key).alias(KEY))
+        .groupBy(key_column(key).alias(KEY))
         .agg(
             F.count_distinct("_raw").alias("_variants"),
             F.count("*").alias("_copies"),
@@ -66,7 +66,7 @@ def repeated_keys(rows: DataFrame, key: Path) -> DataFrame:
     )
 
 
-def mark_duplicates(rows: DataFrame, key: Path, *, every_copy_here: bool = False) -> DataFrame:
+def mark_duplicates(rows: DataFrame, key: Key, *, every_copy_here: bool = False) -> DataFrame:
     """Add `_redelivery` (true for a copy to drop) and `_conflict` (its reasons: none or one).
 
     With `every_copy_here`, `rows` hold every copy of each key that repeats in the batch (the job's
@@ -75,7 +75,7 @@ def mark_duplicates(rows: DataFrame, key: Path, *, every_copy_here: bool = False
     """
     if every_copy_here:
         # A row without a key is alone in its window: it never repeats.
-        value = written_column(key)
+        value = key_column(key)
         by_key = Window.partitionBy(value, F.when(value.isNull(), F.col("_row_id")))
         marked = rows.select(
             "*", F.count("*").over(by_key).alias("_copies"),
@@ -84,13 +84,13 @@ def mark_duplicates(rows: DataFrame, key: Path, *, every_copy_here: bool = False
         )
     else:
         repeated = repeated_keys(rows, key)
-        marked = rows.join(repeated, written_column(key) == repeated[KEY], "left").drop(KEY)
+        marked = rows.join(repeated, key_column(key) == repeated[KEY], "left").drop(KEY)
         marked = marked.withColumn("_identical", F.col("_variants") == 1)
     redelivery = F.col("_identical") & (F.col("_row_id") != F.col("_first_copy"))
     conflict: Column = check(
         ~F.col("_identical"), "contract", f"{key}.conflicting_duplicate",
         F.format_string(f"{key} appears %d times in the batch with different content", "_copies"),
-        column=str(key), value=written_column(key),
+        column=str(key), value=key_column(key),
     ).reason
     return marked.select(
         *map(named, rows.columns),

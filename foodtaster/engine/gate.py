@@ -17,6 +17,7 @@ import re
 import shutil
 import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -43,6 +44,14 @@ def load_suite(path: str | Path) -> dict[str, Any]:
     if not isinstance(document.get("expectations"), list) or not document.get("name"):
         raise ValueError(f"{path}: an expectation suite needs a 'name' and a list of 'expectations'")
     return document
+
+
+def with_contract_expectations(document: dict[str, Any], added: Sequence[Any]) -> dict[str, Any]:
+    """The suite with the expectations the contract states (an ODCS document's quality rules,
+    `foodtaster.contract.odcs.Expectation`) after its own, each with its rule's name in `meta`."""
+    if not added:
+        return document
+    return {**document, "expectations": [*document["expectations"], *(e.configuration() for e in added)]}
 
 
 # Expectations on the table as a whole that read no column.
@@ -185,7 +194,7 @@ def import_ahead() -> threading.Thread:
 
 def run_gate(
     valid_rows: DataFrame, suite_path: str | Path, dataset: str, batch_id: str, batch_date: str,
-    data_docs_uri: str | None = None, masker: Masker | None = None,
+    data_docs_uri: str | None = None, masker: Masker | None = None, added: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """Validate the valid rows against the suite; returns `passed`, `failed` and `results`.
 
@@ -196,7 +205,7 @@ def run_gate(
     """
     gx, gx_runs, gx_configs = _import_gx()
     _register_expectations()
-    document = load_suite(suite_path)
+    document = with_contract_expectations(load_suite(suite_path), added)
     columns = suite_columns(document)
     if columns is not None:
         valid_rows = suite_frame(valid_rows, columns)

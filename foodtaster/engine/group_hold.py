@@ -22,6 +22,9 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
+from foodtaster.contract.model import Key
+from foodtaster.contract.path import Path
+from foodtaster.engine.layers import key_column
 from foodtaster.engine.reasons import Check, check
 from foodtaster.engine.suspects import hash_or_null
 from foodtaster.state.groups import RULE, Poison
@@ -58,6 +61,9 @@ def group_hash(group_by: str) -> Column:
     return hash_or_null(F.col(group_by).cast("string"))
 
 
+MESSAGE_ID = Key((Path.of("message_id"),))  # orders' unique key, the tests' default
+
+
 def poisoned_groups(failed: DataFrame, opened: DataFrame | None) -> DataFrame:
     """The group hashes that may hold a row of the batch (`GROUP_HASH`, each once): its failed
     rows' groups (`failed`: their `group_hash` as `GROUP_HASH`) and the open groups (`open_frame`)."""
@@ -68,7 +74,7 @@ def poisoned_groups(failed: DataFrame, opened: DataFrame | None) -> DataFrame:
 
 
 def mark_held(rows: DataFrame, opened: DataFrame | None, group_by: str, order_by: str,
-              batch_id: str, *, key: str = "message_id") -> DataFrame:
+              batch_id: str, *, key: Key = MESSAGE_ID) -> DataFrame:
     """Add `HELD` and fail the rows it holds: a row that passed everything else, in a group
     with a poison message, not before the group's earliest poison. A failed row keeps its own
     reasons.
@@ -79,7 +85,7 @@ def mark_held(rows: DataFrame, opened: DataFrame | None, group_by: str, order_by
     every row of a failed or open group), as the earliest poison is found over a window by group.
     """
     group = F.col(group_by).cast("string")
-    name = _name(F.col(key), F.lit(batch_id))
+    name = _name(key_column(key), F.lit(batch_id))
     # Earliest first; a poison whose order is unknown comes first (nulls sort low): it holds all.
     poison = F.when(F.col("_failed") & group.isNotNull(),
                     F.struct(F.col(order_by).alias("order"), name.alias("poison")))
@@ -104,7 +110,7 @@ def group_check(group_by: str) -> Check:
                  value=F.col(group_by))
 
 
-def poison_rows(quarantine: DataFrame, group_by: str, order_by: str, *, key: str = "message_id") -> DataFrame:
+def poison_rows(quarantine: DataFrame, group_by: str, order_by: str, *, key: Key = MESSAGE_ID) -> DataFrame:
     """The written quarantine rows that hold their group, as `mark_held` found them in the pass:
     a group key, not held themselves, and not only a conflicting duplicate (decided after the
     hold, from the batch's other copies, not from the message). Columns: `group`, `order`
@@ -115,6 +121,6 @@ def poison_rows(quarantine: DataFrame, group_by: str, order_by: str, *, key: str
     ).select(
         F.col(group_by).cast("string").alias("group"),
         F.date_format(F.col(order_by), "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX").alias("order"),
-        F.col(key).cast("string").alias("message_id"),
+        key_column(key).cast("string").alias("message_id"),
         "_batch_id", "_source_file", "_line_number",
     )

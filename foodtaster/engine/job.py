@@ -322,7 +322,8 @@ def _gate(batch: _Batch, valid: DataFrame) -> GateResult:
 
         report = run.lake.report(config.name, run.batch_id)
         gate = GateResult(**run_gate(valid, config.suite_path(), config.name, run.batch_id, run.batch_date,
-                                     data_docs_uri=report + "/data_docs", masker=batch.masker))
+                                     data_docs_uri=report + "/data_docs", masker=batch.masker,
+                                     added=batch.contract.expectations))
     batch.lap("gate_s", mark)
     return gate
 

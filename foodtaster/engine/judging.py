@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampType
 
-from foodtaster.contract.model import Contract, ContractError
+from foodtaster.contract.model import Contract, ContractError, Key
 from foodtaster.contract.path import Path
 from foodtaster.engine import layers, listed, parser_spec, python_checks, row_checks, schema_judge
 from foodtaster.engine.drift import DriftSpec
@@ -77,7 +77,8 @@ def parse_marking_listed(
     if poison is None:
         return parsed, None
     key = unique_key(contract)
-    marked = listed.mark_listed(parsed, poison, layers.value_column(key) if key else None)
+    parsed_key = layers.key_column(key, lambda p: F.col(layers.value_column(p))) if key else None
+    marked = listed.mark_listed(parsed, poison, parsed_key)
     return marked, F.col(listed.ENTRY).isNotNull()
 
 
@@ -120,11 +121,19 @@ def validate_lines(lines: DataFrame, contract: Contract, max_message_bytes: int)
     return explain(flag_lines(lines, contract, max_message_bytes), contract, max_message_bytes)
 
 
-def unique_key(contract: Contract) -> Path | None:
+def unique_key(contract: Contract) -> Key | None:
+    """The message's unique key: a key of several fields, or the one unique field; two unique
+    fields are two keys, refused by name (write them as one key of several fields)."""
+    if contract.key:
+        if contract.unique_fields:
+            raise ContractError(f"{contract.name}: a key of several fields and unique fields "
+                                f"{[str(p) for p in contract.unique_fields]}: one key is supported")
+        return Key(contract.key)
     keys = contract.unique_fields
     if len(keys) > 1:
-        raise ContractError(f"{contract.name}: one unique field is supported, got {keys}")
-    return keys[0] if keys else None
+        raise ContractError(f"{contract.name}: one unique field is supported, got {keys}; a key of "
+                            "several fields is one key (pandera: Config.unique = [...])")
+    return Key((keys[0],)) if keys else None
 
 
 def decide_outcomes(

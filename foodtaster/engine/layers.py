@@ -13,7 +13,9 @@ so one registered class serves every dataset.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -22,6 +24,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, LongType, StringType, StructField, StructType
 
+from foodtaster.contract.model import Key
 from foodtaster.contract.path import Path
 
 TEXT = "_text"
@@ -99,6 +102,17 @@ def written_column(path: Path) -> Column:
     for key in rest:
         column = column.getField(key)
     return column
+
+
+def key_column(key: Key, column_of: Callable[[Path], Column] = written_column) -> Column:
+    """The key's value in a row: its field's typed value (`column_of` a path: the written column,
+    or the parsed one); for a key of several fields, the JSON array of their values as text
+    (`["DHL","1Z99"]`), null where one of them is null (a key with a missing part never repeats)."""
+    if len(key.paths) == 1:
+        return column_of(key.paths[0])
+    parts = [column_of(p) for p in key.paths]
+    complete = functools.reduce(lambda a, b: a & b, [c.isNotNull() for c in parts])
+    return F.when(complete, F.to_json(F.array(*[c.cast("string") for c in parts])))
 
 
 @dataclass(frozen=True)

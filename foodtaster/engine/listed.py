@@ -50,7 +50,7 @@ def _first_entry(poison: DataFrame, match: str, name: str) -> DataFrame:
     )
 
 
-def mark_listed(rows: DataFrame, poison: DataFrame, key: str | None) -> DataFrame:
+def mark_listed(rows: DataFrame, poison: DataFrame, key: Column | None) -> DataFrame:
     """Add `_listed_entry`, `_listed_why` and `_listed_source` (null when the row is not listed).
 
     `rows` needs `_raw` (the message's bytes as landed) and, when `key` names the
@@ -62,7 +62,7 @@ def mark_listed(rows: DataFrame, poison: DataFrame, key: str | None) -> DataFram
     drop = ["_fp", "_fp_id", "_fp_why", "_fp_source"]
     if key is not None:
         by_key = _first_entry(poison, "key", "_key")
-        marked = marked.join(F.broadcast(by_key), F.col(key).cast("string") == F.col("_key"), "left")
+        marked = marked.join(F.broadcast(by_key), key.cast("string") == F.col("_key"), "left")
         by_fp = F.col("_fp_id").isNotNull()
         entry, why = F.coalesce(entry, F.col("_key_id")), F.coalesce(why, F.col("_key_why"))
         source = F.when(by_fp, source).otherwise(F.col("_key_source"))

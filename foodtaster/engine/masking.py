@@ -76,7 +76,9 @@ def holding_regex(masker: Masker) -> str:
     above = {a for p in masker.paths for a in p.ancestors()} - masker.paths
     exact = "|".join(sorted(_regex(p) for p in above))
     at_or_under = "|".join(sorted(_regex(p) for p in masker.paths))
-    return f"^(?:{at_or_under})(?:$|[.\\[])" + (f"|^(?:{exact})$" if exact else "")
+    # a key of several fields is named `(carrier,tracking_no)`: personal when one of them is
+    of_a_key = f"|^\\((?:[^()]*,)?(?:{at_or_under})[,)]" if at_or_under else ""
+    return f"^(?:{at_or_under})(?:$|[.\\[])" + (f"|^(?:{exact})$" if exact else "") + of_a_key
 
 
 def _regex(path: Path) -> str:

@@ -42,8 +42,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from foodtaster import contract_references, rule_ids
-from foodtaster.contract.model import Contract
-from foodtaster.contract.path import Path
+from foodtaster.contract.model import Contract, Key
 from foodtaster.engine import listed, reference_checks
 from foodtaster.engine.guard import DEFAULT_BUDGET, Budget
 from foodtaster.engine.judging import (
@@ -56,7 +55,7 @@ from foodtaster.engine.judging import (
     valid_rows,
     with_reasons,
 )
-from foodtaster.engine.layers import written_column
+from foodtaster.engine.layers import key_column
 from foodtaster.lineage import LINEAGE_KEY
 from foodtaster.logs import batch_logger
 from foodtaster.registry import DatasetConfig
@@ -121,7 +120,7 @@ def quarantine_partitions(lake: Lake, dataset: str, selection: Selection) -> lis
 
 def select_quarantined(spark: SparkSession, lake: Lake, dataset: str, selection: Selection,
                        state: dispo.DispositionState | None = None,
-                       parts: list[BatchFiles] | None = None, key: Path | None = None,
+                       parts: list[BatchFiles] | None = None, key: Key | None = None,
                        ) -> DataFrame | None:
     """The quarantined rows `selection` names that are still in quarantine (not redriven,
     duplicate or purged), with `batch_date` and `_old_rules` (their rules when quarantined).
@@ -139,10 +138,10 @@ def select_quarantined(spark: SparkSession, lake: Lake, dataset: str, selection:
     if rule := selection.rule:
         rows = rows.where(F.exists("reasons", lambda r: r["rule"] == rule))
     if selection.message_id:
-        if key is None or key.keys[0] not in rows.columns:
+        if key is None or any(p.keys[0] not in rows.columns for p in key.paths):
             raise ValueError(f"{dataset}: --message-id needs the contract's unique key"
                              + (f" ({key}) in the quarantine" if key else ", and the contract has none"))
-        rows = rows.where(written_column(key) == selection.message_id)
+        rows = rows.where(key_column(key) == selection.message_id)
     rows = rows.select("_raw", *LINEAGE_KEY, "_ingested_at", "batch_date",
                        F.array_distinct(F.col("reasons.rule")).alias("_old_rules"))
     state = state if state is not None else dispo.Dispositions(lake, dataset).state()
@@ -181,7 +180,7 @@ def rejudge(rows: DataFrame, contract: Contract, poison: DataFrame | None,
     return with_reasons(decide_outcomes(flagged, contract), contract, max_message_bytes, extra)
 
 
-def published_keys(spark: SparkSession, lake: Lake, dataset: str, key: Path,
+def published_keys(spark: SparkSession, lake: Lake, dataset: str, key: Key,
                    exclude: str | None = None) -> DataFrame | None:
     """Every `key` value in the valid table, published on main or waiting on a batch's audit
     branch (a held batch may be released later), but batch `exclude`'s (this redrive's own, on
@@ -191,14 +190,14 @@ def published_keys(spark: SparkSession, lake: Lake, dataset: str, key: Path,
              for f in b.files]
     if not files:
         return None
-    return spark.read.parquet(*files).select(written_column(key).alias("_published_key")).distinct()
+    return spark.read.parquet(*files).select(key_column(key).alias("_published_key")).distinct()
 
 
-def mark_published(judged: DataFrame, published: DataFrame | None, key: Path | None) -> DataFrame:
+def mark_published(judged: DataFrame, published: DataFrame | None, key: Key | None) -> DataFrame:
     """A valid row whose key is already published becomes a duplicate: nothing is published twice."""
     if published is None or key is None:
         return judged
-    marked = judged.join(published, written_column(key) == F.col("_published_key"), "left")
+    marked = judged.join(published, key_column(key) == F.col("_published_key"), "left")
     outcome = F.when((F.col("_outcome") == VALID) & F.col("_published_key").isNotNull(), DUPLICATE) \
         .otherwise(F.col("_outcome"))
     return marked.withColumn("_outcome", outcome).drop("_published_key")

@@ -15,7 +15,9 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 
 from foodtaster import contract_references
+from foodtaster.contract.model import Key
 from foodtaster.engine import group_hold, reference_checks, retry
+from foodtaster.engine.judging import unique_key
 from foodtaster.engine.reasons import Check
 from foodtaster.engine.suspects import Watch
 from foodtaster.lineage import LINEAGE, lineage_key
@@ -31,7 +33,7 @@ class Extras:
     config: DatasetConfig
     keyed: list[tuple[contract_references.Reference, DataFrame | None]]
     opened: list[Poison]  # the open groups' poison messages, as read at start
-    key: str | None = None  # the contract's unique key: it names a poison message (a conversation's)
+    key: Key | None = None  # the contract's unique key: it names a poison message (a conversation's)
     unchecked: list[str] = field(default_factory=list)  # references not checked (nothing published)
     poison: list[Poison] = field(default_factory=list)
     retrying: list[tuple[str, str]] = field(default_factory=list)  # (lineage key, next attempt), for the log
@@ -74,7 +76,7 @@ class Extras:
         others = self._others(failed_groups.sparkSession, batch_id)
         return row_hash, group_hold.poisoned_groups(failed_groups, others)
 
-    def _key(self) -> str:
+    def _key(self) -> Key:
         assert self.key is not None, "prepare checks that a conversation's contract has a unique key"
         return self.key
 
@@ -163,12 +165,11 @@ def prepare(spark: SparkSession, lake: Lake, config: DatasetConfig, log: BatchLo
         contract = config.read_contract()
         paths = {f.name for f in contract.fields if not (f.is_object or f.is_array)}
         missing = [name for name in (conversation.group_by, conversation.order_by) if name not in paths]
-        unique = [str(path) for path in contract.unique_fields]
-        if missing or len(unique) != 1:
+        key = unique_key(contract)
+        if missing or key is None:
             raise RegistryError(
                 f"{config.name}: group_by/order_by {missing} are not fields of {config.contract}"
-                if missing else f"{config.name}: a conversation needs one unique field (its message id) "
-                                f"to name its poison, {config.contract} has {unique or 'none'}")
-        key = unique[0]
+                if missing else f"{config.name}: a conversation needs a unique key (its message id) "
+                                f"to name its poison, {config.contract} has none")
         opened = GroupLog(lake, config.name).open_poison()
     return Extras(config, keyed, opened, key=key, unchecked=unchecked)

@@ -77,7 +77,9 @@ def _add_lake_commands(commands: argparse._SubParsersAction) -> None:
     add = verbs.add_parser("add", parents=[common], help="list a message, or every message of a key")
     what = add.add_mutually_exclusive_group(required=True)
     what.add_argument("--batch", help="with --file and --line: the message at that place")
-    what.add_argument("--message-id", help="every message with this value of the unique key")
+    what.add_argument("--message-id", help="every message with this value of the unique key (a key "
+                                           "of several fields: their values as a JSON array, "
+                                           "'[\"DHL\",\"1Z99\"]')")
     what.add_argument("--fingerprint", help="the SHA-256 of the message's bytes (the line, no ending)")
     add.add_argument("--file", help="with --batch: the file's name, as in `quarantine show`")
     add.add_argument("--line", type=int, help="with --batch: the line number (1-based)")

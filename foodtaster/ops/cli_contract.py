@@ -13,14 +13,17 @@ ROW_COLUMNS = ("path", "type", "required", "nullable", "checks", "key", "persona
 
 
 def add_contract_commands(commands: argparse._SubParsersAction) -> None:
-    contract = commands.add_parser("contract", help="a dataset's contract: show it; a JSON Schema as pandera")
+    contract = commands.add_parser("contract", help="a dataset's contract: show, check, import as pandera, "
+                                                    "infer from messages")
     verbs = contract.add_subparsers(dest="verb", required=True)
     show = verbs.add_parser("show", help="the effective contract of a dataset, one row a path")
     show.add_argument("dataset", help="the dataset's name in pipeline.yaml")
     show.add_argument("--json", action="store_true", help="JSON lines, one a row, for scripts")
     show.set_defaults(run=contract_show)
-    imports = verbs.add_parser("import", help="a JSON Schema as an equivalent pandera module, printed")
-    imports.add_argument("schema", help="the JSON Schema file (draft-07, 2019-09 or 2020-12)")
+    imports = verbs.add_parser("import", help="a JSON Schema (or an AsyncAPI message's payload) as an "
+                                              "equivalent pandera module, printed")
+    imports.add_argument("schema", help="the JSON Schema file (draft-07, 2019-09 or 2020-12), or "
+                                        "asyncapi.yaml:<message>")
     imports.add_argument("--name", help="the message model's class name (default: from the title or file)")
     imports.set_defaults(run=contract_import)
     check = verbs.add_parser("check", help="judge a few messages by a dataset's contract, locally (Spark, "
@@ -29,6 +32,12 @@ def add_contract_commands(commands: argparse._SubParsersAction) -> None:
     check.add_argument("file", help="a file of JSON lines, one message a line")
     check.add_argument("--limit", type=int, default=1000, help="judge at most this many lines (default 1000)")
     check.set_defaults(run=contract_check)
+    infer = verbs.add_parser("infer", help="a first JSON Schema (2020-12) from sample messages, printed; "
+                                           "what the sample could not tell on stderr")
+    infer.add_argument("files", nargs="+", help="files of JSON lines (.gz allowed), e.g. a day of messages")
+    infer.add_argument("--title", default="Inferred", help="the schema's title (the contract's name)")
+    infer.add_argument("--out", help="write the schema to this file instead of printing it")
+    infer.set_defaults(run=contract_infer)
 
 
 def _yes(flag: bool) -> str:
@@ -66,13 +75,60 @@ def contract_show(args: argparse.Namespace) -> int:
              for c in contract.frame_checks]
     for words in frame:
         print(f"across fields: {printable(words)}")
+    if len(contract.key) > 1:
+        print(f"key: ({', '.join(printable(str(p)) for p in contract.key)})")
+    for expectation in contract.expectations:
+        kwargs = ", ".join(f"{k}={v}" for k, v in expectation.kwargs)
+        print(f"batch gate: {printable(expectation.name)}: {expectation.type}({printable(kwargs)})")
+    if contract.passed_over:
+        print(f"passed over (not judged): {printable(', '.join(contract.passed_over))}")
     return 0
 
 
 def contract_import(args: argparse.Namespace) -> int:
-    from foodtaster.contract.to_pandera import pandera_module
+    """A JSON Schema, or an AsyncAPI message's payload (`asyncapi.yaml:<message>`), as pandera."""
+    from foodtaster.contract.to_pandera import pandera_module, pandera_module_of
 
-    sys.stdout.write(pandera_module(args.schema, name=args.name))
+    file, _, part = args.schema.partition(".yaml:") if ".yaml:" in args.schema else (args.schema, "", "")
+    file = file + ".yaml" if part else file
+    if not file.endswith((".yaml", ".yml")):
+        sys.stdout.write(pandera_module(args.schema, name=args.name))
+        return 0
+    from foodtaster.contract.documents import read_document
+    from foodtaster.contract.model import ContractError
+
+    contract = read_document(file, part or None)
+    if contract.schema is None:
+        raise ContractError(f"{file}: an ODCS contract is judged as it is (contract: {file}); import turns a "
+                            "JSON Schema or an AsyncAPI message's payload into a pandera module")
+    sys.stdout.write(pandera_module_of(contract.schema.document, args.name or contract.name,
+                                       args.schema))
+    return 0
+
+
+def contract_infer(args: argparse.Namespace) -> int:
+    """The schema the sample suggests, to review and save as a dataset's contract."""
+    import json
+    from pathlib import Path
+
+    from foodtaster.contract.infer import infer, read_sample
+    from foodtaster.errors import NotFound, UsageError
+
+    missing = [f for f in args.files if not Path(f).is_file()]
+    if missing:
+        raise NotFound(f"no such file: {', '.join(missing)}")
+    try:
+        inferred = infer(read_sample(args.files), title=args.title)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    text = json.dumps(inferred.schema, indent=2, ensure_ascii=False) + "\n"
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    print(f"inferred from {inferred.messages} messages; review before use:", file=sys.stderr)
+    for note in inferred.notes:
+        print(f"  {printable(note)}", file=sys.stderr)
     return 0
 
 

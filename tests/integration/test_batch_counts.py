@@ -9,6 +9,7 @@ from support.frames import lines_frame
 
 from contracts.orders import Orders
 from foodtaster.contract import read_contract
+from foodtaster.contract.model import Key
 from foodtaster.contract.path import Path
 from foodtaster.engine import batch_counts as counts_of
 from foodtaster.engine import ingest
@@ -16,7 +17,7 @@ from foodtaster.engine.duplicates import KEY_HASH, KEYS_PER_TASK, repeated_hashe
 from foodtaster.engine.group_hold import GROUP_HASH, group_hash
 from foodtaster.engine.judging import flag_lines
 
-MESSAGE_ID = Path.of("message_id")
+MESSAGE_ID = Key((Path.of("message_id"),))
 
 CONTRACT = read_contract(Orders)
 LINE = ('{"message_id": "%s", "order_id": "%s", "customer_id": "c", "amount": %s, "currency": "USD", '

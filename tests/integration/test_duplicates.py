@@ -6,12 +6,13 @@ from support.frames import lines_frame
 
 from contracts.orders import Orders
 from foodtaster.contract import read_contract
+from foodtaster.contract.model import Key
 from foodtaster.contract.path import Path
 from foodtaster.engine.duplicates import key_hash, mark_duplicates, repeated_hashes
 from foodtaster.engine.judging import decide_outcomes, flag_lines, with_reasons
 from foodtaster.engine.suspects import cleared, suspects
 
-MESSAGE_ID = Path.of("message_id")
+MESSAGE_ID = Key((Path.of("message_id"),))
 
 CONTRACT = read_contract(Orders)
 BASE = ('{"message_id": "%s", "order_id": "o", "customer_id": "c", "amount": %s, "currency": "USD", '

@@ -49,7 +49,7 @@ def test_exact_messages_and_key_values_are_marked_with_their_entry(spark):
         entry("e1", "fingerprint", sha(b"\xff\xfe not utf-8"), "crashes the parser"),
         entry("e2", "key", "c", "order c is a test order"),
     ])
-    marked = mark_listed(rows(spark), poison, "message_id")
+    marked = mark_listed(rows(spark), poison, F.col("message_id"))
     assert marked.count() == 5  # never a row more or less
     assert by_line(marked) == {
         1: (None, None), 2: (None, None), 3: ("e1", "crashes the parser"),
@@ -60,11 +60,12 @@ def test_exact_messages_and_key_values_are_marked_with_their_entry(spark):
 def test_an_entry_of_known_size_is_looked_for_only_among_messages_of_that_size(spark):
     raw = b"\xff\xfe not utf-8"
     sized = poison_frame(spark, [entry("e1", "fingerprint", sha(raw), "crashes", size=len(raw))])
-    assert by_line(mark_listed(rows(spark), sized, "message_id"))[3] == ("e1", "crashes")
+    assert by_line(mark_listed(rows(spark), sized, F.col("message_id")))[3] == ("e1", "crashes")
     # the length gates the hash: an entry whose recorded length is not the message's never matches
     other = poison_frame(spark, [entry("e1", "fingerprint", sha(raw), "crashes", size=len(raw) + 1)])
-    assert set(by_line(mark_listed(rows(spark), other, "message_id")).values()) == {(None, None)}
-    plan = mark_listed(rows(spark), sized, "message_id")._jdf.queryExecution().optimizedPlan().toString()
+    assert set(by_line(mark_listed(rows(spark), other, F.col("message_id"))).values()) == {(None, None)}
+    marked = mark_listed(rows(spark), sized, F.col("message_id"))
+    plan = marked._jdf.queryExecution().optimizedPlan().toString()
     assert "octet_length" in plan and "sha2" in plan
 
 
@@ -74,7 +75,7 @@ def test_an_exact_entry_wins_over_a_key_entry_and_duplicates_do_not_multiply_row
         entry("f2", "fingerprint", sha(b'{"message_id": "a"}'), "exact, newer"),
         entry("f1", "fingerprint", sha(b'{"message_id": "a"}'), "exact, older"),  # two writers listed it
     ])
-    marked = mark_listed(rows(spark), poison, "message_id")
+    marked = mark_listed(rows(spark), poison, F.col("message_id"))
     assert marked.count() == 5
     assert by_line(marked)[1] == ("f1", "exact, older")
 
@@ -89,13 +90,13 @@ def test_without_a_unique_key_only_exact_entries_match(spark):
 
 
 def test_an_empty_list_marks_nothing(spark):
-    marked = mark_listed(rows(spark), poison_frame(spark, []), "message_id")
+    marked = mark_listed(rows(spark), poison_frame(spark, []), F.col("message_id"))
     assert marked.where(F.col(ENTRY).isNotNull()).count() == 0 and marked.count() == 5
 
 
 def test_the_reason_is_registry_listed_with_the_entry_why(spark):
     poison = poison_frame(spark, [entry("e2", "key", "b", "known bad <script>")])
-    marked = mark_listed(rows(spark), poison, "message_id").select(
+    marked = mark_listed(rows(spark), poison, F.col("message_id")).select(
         "_line_number", listed_reasons().alias("reasons"))
     assert marked.schema["reasons"].dataType == REASONS
     reasons = {r["_line_number"]: [x.asDict() for x in r["reasons"]] for r in marked.collect()}
@@ -107,7 +108,7 @@ def test_the_reason_is_registry_listed_with_the_entry_why(spark):
 def test_a_listed_row_is_not_judged_further(spark):
     poison = poison_frame(spark, [entry("e2", "key", "b", "known bad")])
     judged = check(F.col("message_id").isNull(), "parse", "json.invalid", "not JSON").reason
-    marked = mark_listed(rows(spark), poison, "message_id").select(
+    marked = mark_listed(rows(spark), poison, F.col("message_id")).select(
         "_line_number", unless_listed(judged).alias("reasons"))
     rules = {r["_line_number"]: [x["rule"] for x in r["reasons"]] for r in marked.collect()}
     assert rules == {1: [], 2: ["registry.listed"], 3: ["json.invalid"], 4: [], 5: []}
@@ -121,7 +122,7 @@ def test_a_message_listed_by_a_crash_is_quarantined_as_crash_isolated(spark):
         entry("k1", "key", "a", "known by key"),
         entry("k2", "key", "b", "known bad", "downstream"),
     ])
-    marked = mark_listed(rows(spark), poison, "message_id").select(
+    marked = mark_listed(rows(spark), poison, F.col("message_id")).select(
         "_line_number", SOURCE, listed_reasons().alias("reasons"))
     got = {r["_line_number"]: (r[SOURCE], [(x.layer, x.rule, x.message, x.value) for x in r["reasons"]])
            for r in marked.collect()}

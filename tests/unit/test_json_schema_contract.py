@@ -158,3 +158,31 @@ def test_the_land_task_refuses_a_contract_it_cannot_read_before_anything_lands(t
     with pytest.raises(ContractError, match="remote references are not fetched"):
         steps.land("events", "2026-11-20", None, None)
     assert not (lake / "raw").exists()
+
+
+def test_what_published_schemas_tripped_on_reads_and_judges(tmp_path):
+    """A recursive definition (its recursive part kept as JSON text), a `$ref` to the standard's
+    own meta-schema, a local `$ref` under a URN `$id`, a percent-encoded pointer."""
+    tree = read_json_schema(write(tmp_path, {
+        "$ref": "#/$defs/node", "$defs": {"node": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}}))
+    assert [(f.name, f.json_type.name) for f in tree.fields] == [("name", "string"), ("kids", "array")]
+    assert tree.slot("kids").items.fields[0].json_type.name == "json"
+    assert reasons(tree, {"name": "a", "kids": [{"name": "b", "kids": [{"name": "c"}]}]}) is None
+    assert reasons(tree, {"name": "a", "kids": [{"kids": []}]}) == {("kids[].name.required", "kids[0].name")}
+    meta = read_json_schema(write(tmp_path, {"type": "object", "properties": {
+        "schema": {"$ref": DRAFT_2020}}}))
+    assert reasons(meta, {"schema": {"type": "string"}}) is None
+    assert reasons(meta, {"schema": {"type": 5}}) is not None
+    for urn in ("urn:uuid:deadbeef-1234-5678-9abc-def012345678", "urn:example:foo"):
+        under = read_json_schema(write(tmp_path, {"$id": urn, "type": "object", "properties": {
+            "b": {"$ref": "#/$defs/a%20b"}}, "$defs": {"a b": {"type": "string"}}}))
+        assert [(f.name, f.json_type.name) for f in under.fields] == [("b", "string")]
+        assert reasons(under, {"b": 1}) == {("b.type(string)", "b")}
+
+
+def test_a_ref_that_is_no_uri_reference_is_refused_naming_it_and_its_pointer(tmp_path):
+    words = r"\$ref '#/\$defs/a b' at #/properties/a is no valid URI reference: ' ' at index 9; percent"
+    with pytest.raises(ContractError, match=words):
+        read_json_schema(write(tmp_path, {"properties": {"a": {"$ref": "#/$defs/a b"}},
+                                          "$defs": {"a b": {"type": "string"}}}))

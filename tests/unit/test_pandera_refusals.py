@@ -18,15 +18,23 @@ def refused(model, *words):
         assert word in str(error.value), str(error.value)
 
 
-def test_a_key_of_several_fields_is_refused_until_it_is_supported():
-    class Keyed(pa.DataFrameModel):
+def test_a_key_names_scalar_fields_of_the_message_and_a_key_of_one_field_is_its_unique():
+    class Nested(pa.DataFrameModel):
         a: Series[str]
-        b: Series[str]
+        b: Series[str] = pa.Field(alias="o.b")
 
         class Config:
-            unique = ["a", "b"]
+            unique = ["a", "o"]
 
-    refused(Keyed, "Keyed", "unique=['a', 'b']", "Config.unique", "not supported yet")
+    refused(Nested, "Nested", "Config.unique names 'o'", "no scalar field")
+
+    class One(pa.DataFrameModel):
+        a: Series[str]
+
+        class Config:
+            unique = ["a"]
+
+    refused(One, "One", "Config.unique of one field 'a'", "unique=True")
 
 
 @pytest.mark.parametrize(("option", "words"), [
