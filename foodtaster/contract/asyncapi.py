@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path as FilePath
 from typing import Any
 
-from foodtaster.contract.documents import load
+from foodtaster.contract.document_text import load
 from foodtaster.contract.json_schema import schema_contract
 from foodtaster.contract.model import Contract, ContractError
 

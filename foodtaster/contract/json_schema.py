@@ -30,6 +30,7 @@ from pathlib import Path as FilePath
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
+from foodtaster.contract.document_text import load
 from foodtaster.contract.model import ARRAY, OBJECT, Contract, ContractError, FieldRule, JsonType, Scope
 from foodtaster.contract.path import Path
 
@@ -122,8 +123,6 @@ def schema_contract(document: Any, path: FilePath, *, ignore: tuple[str, ...] = 
 
 
 def _load(path: FilePath) -> Any:
-    from foodtaster.contract.documents import load
-
     return load(path, "JSON Schema", json.loads)
 
 

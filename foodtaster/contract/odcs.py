@@ -30,7 +30,7 @@ from datetime import date, datetime
 from pathlib import Path as FilePath
 from typing import Any
 
-from foodtaster.contract.documents import load
+from foodtaster.contract.document_text import load
 from foodtaster.contract.model import (
     ARRAY,
     OBJECT,
