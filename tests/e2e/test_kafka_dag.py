@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 
 import pytest
 import yaml
-from support.e2e import parquet_rows
 from support.kafka import (  # noqa: F401  (the fixtures kafka_broker and kafka_topic)
     FAST_GROUP,
     committed,
@@ -20,6 +19,7 @@ from support.kafka import (  # noqa: F401  (the fixtures kafka_broker and kafka_
     tansu_broker,
     topic_messages,
 )
+from support.lake import row_count
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state import ledger
@@ -70,7 +70,7 @@ def test_a_dataset_fed_from_kafka_runs_end_to_end_and_keeps_its_secret(kafka_bro
     assert entry["messages"] == entry["valid"] + entry["quarantined"] + entry["duplicates_dropped"]
     expected = generated.counts()
     assert (entry["valid"], entry["quarantined"]) == (expected["valid"], expected["quarantined"])
-    assert parquet_rows(Lake(lake).valid(DATASET, date, entry["batch_id"])) == entry["valid"]
+    assert row_count(Lake(lake), DATASET, "valid", entry["batch_id"]) == entry["valid"]
     ends = {p: 0 for p in range(3)}
     for message in topic_messages(kafka_broker, kafka_topic):
         ends[message.partition()] = max(ends[message.partition()], message.offset() + 1)

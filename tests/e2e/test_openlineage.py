@@ -43,8 +43,11 @@ def test_validate_and_publish_send_the_batch_quality_facets(tmp_path):
             time.sleep(1)
     summary = read_json(Lake(lake).summary("orders", BATCH_ID))
     (validate,) = completes(receiver, "validate")
-    outputs = {o["name"].rsplit("/", 2)[-2]: o for o in validate["outputs"]}
+    # each table by its location, the catalog's name of it in the symlinks facet
+    outputs = {"quarantine" if o["name"].endswith("_quarantine") else "valid": o for o in validate["outputs"]}
     assert set(outputs) == {"valid", "quarantine"} and validate["outputs"][0]["namespace"] == "file"
+    for zone, table in (("valid", "foodtaster.orders"), ("quarantine", "foodtaster.orders_quarantine")):
+        assert [i["name"] for i in outputs[zone]["facets"]["symlinks"]["identifiers"]] == [table]
     for zone, rows in (("valid", summary["valid"]), ("quarantine", summary["quarantined"])):
         facets = outputs[zone]["facets"]
         assert facets["dataQualityMetrics"]["rowCount"] == rows
