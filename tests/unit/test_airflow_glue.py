@@ -518,3 +518,17 @@ def test_what_dags_test_printed_is_cut_into_each_tasks_attempts():
     assert "batch 20261120: published" in second
     assert second.endswith("end task task_id=validate map_index=-1\n")
     assert sections[("each", 2)][0].endswith("mapped\n")
+
+
+def test_no_spark_submit_on_path_fails_at_once_saying_what_to_do(monkeypatch, tmp_path):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    monkeypatch.delenv("AIRFLOW_CONN_SPARK_DEFAULT", raising=False)
+    operator = ValidateBatchOperator(task_id="validate", application="job.py", dataset="orders",
+                                     env_vars={"PATH": str(tmp_path)})
+    with pytest.raises(AirflowFailException, match=f"spark-submit is not on PATH \\({tmp_path}\\): "
+                                                   "install pyspark into the environment"):
+        operator.check_spark_binary(operator.spark_hook())
+    (tmp_path / "spark-submit").write_text("#!/bin/sh\n")
+    (tmp_path / "spark-submit").chmod(0o755)
+    operator.check_spark_binary(operator.spark_hook())  # there: no failure
