@@ -569,7 +569,7 @@ def _log_in(browser: Browser, log: Path, password: str = PASSWORD, user: str = "
         secret.fill(password)
         page.locator("button[type=submit]").click()
         # the UI may land on the plugin's page or a path under it (once: /plugin/foodtaster/foodtaster/)
-        if _until(lambda: "/plugin/foodtaster" in page.url and not secret.count(), WAY_BACK_S):
+        if _until(lambda: "/plugin/foodtaster" in browser.current_url and not secret.count(), WAY_BACK_S):
             return
         if attempt == 2 or not secret.count():
             raise AssertionError(_stuck("the way back after login", WAY_BACK_S, log, browser))
