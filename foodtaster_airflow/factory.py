@@ -278,7 +278,7 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
 
         # After validate wrote the quarantine; retried while the topic cannot be written (each
         # message is produced once whatever the retries: foodtaster.sources.dead_letters).
-        @task(task_id="dead_letters", retries=3, retry_delay=timedelta(seconds=30))
+        @task(task_id="dead_letters", retries=3, retry_delay=timedelta(seconds=30), **UNPRINTED)
         def dead_letters(landed: dict) -> dict:
             return steps.dead_letters(dataset, landed)
 
