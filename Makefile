@@ -59,9 +59,10 @@ airflow: $(STAMP) $(JAR) $(CDS)
 compose-tools:
 	@command -v docker-compose >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-compose >/dev/null) || echo "could not install docker-compose: the compose test skips (fails under CI=true)"
 
-# Debian's headless chromium and its driver for the browser test of the batches page (tests/e2e/test_batches_page.py)
+# Debian's chromium, which Playwright drives in the browser tests (tests/support/browser.py): it
+# launches this executable, never a browser of its own (`playwright install` downloads one)
 browser-tools:
-	@(command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1) || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null) || echo "could not install chromium: the browser test skips (fails under CI=true)"
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null) || echo "could not install chromium: the browser test skips (fails under CI=true)"
 
 # Two workers, a test module to a worker (its module-scoped servers stay in one process): run one at
 # a time, the end-to-end tests' Spark and Airflow processes leave the two cores idle much of the time

@@ -61,6 +61,10 @@ def contract_personal(contract: Contract) -> frozenset[str]:
     return frozenset(row.path for row in describe(contract) if row.personal)
 
 
+LINE_LAYERS = ("bytes", "parse")  # the reasons whose value is the start of the line
+PERSONAL, NOT_SHOWN = "‹personal: ", "‹not shown: "  # how every mask starts
+
+
 @dataclass(frozen=True)
 class Masker:
     """What a dataset marks personal, and the key its masks are hashed with."""
@@ -103,7 +107,7 @@ class Masker:
     def mask(self, value: Any) -> str:
         """A value's mask: its shape and a keyed hash, never the value."""
         kind, size, text = _shape(value)
-        return f"‹personal: {kind}, {size}, #{self.digest(text)}›"
+        return f"{PERSONAL}{kind}, {size}, #{self.digest(text)}›"
 
     def digest(self, text: str | bytes) -> str:
         data = text.encode("utf-8") if isinstance(text, str) else text
@@ -179,9 +183,14 @@ class Masker:
                 and self.is_personal(at):
             yield value
 
+    def line_start(self, text: str) -> str:
+        """The start of a line nothing can be told of (a bytes or parse reason's value, one of
+        LINE_LAYERS): its length and keyed hash, no character (`engine.masking.opaque_column`)."""
+        return f"{NOT_SHOWN}{len(text)} chars of the line, #{self.digest(text)}›"
+
     def opaque(self, data: bytes, why: str) -> str:
         """A line nothing can be told of: its length, a keyed hash and why."""
-        return f"‹not shown: {len(data)} bytes, {why}, #{self.digest(data)}›"
+        return f"{NOT_SHOWN}{len(data)} bytes, {why}, #{self.digest(data)}›"
 
     def text(self, path: str | Path | None, text: str | None) -> str | None:
         """A value's text as a reason holds it (JSON text, or a string's characters), as a
@@ -272,5 +281,5 @@ def hmac_pads(key: bytes) -> tuple[bytes, bytes]:
     return bytes(b ^ 0x36 for b in key), bytes(b ^ 0x5C for b in key)
 
 
-__all__ = ["KEY_ENV", "KINDS", "Masker", "PersonalPathError", "contract_personal", "hmac_pads",
-           "mask_key", "personal_pattern"]
+__all__ = ["KEY_ENV", "KINDS", "LINE_LAYERS", "NOT_SHOWN", "PERSONAL", "Masker", "PersonalPathError",
+           "contract_personal", "hmac_pads", "mask_key", "personal_pattern"]

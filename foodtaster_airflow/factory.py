@@ -51,6 +51,10 @@ VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
 RETRY_JOB = PROJECT_ROOT / "spark_jobs" / "retry_rows.py"
 TASK_IDS = ("land", "has_messages", "validate", "read_verdict", "publish", "alert", "ledger", "verdict",
             "retry")
+# The tasks that hand a dict to the next ones (XCom) print no Python repr of it in their log:
+# Airflow's "Returned value was: {...}" showed the landing's absolute lake paths; each step logs
+# what it did in words (lake-relative paths) itself.
+UNPRINTED: dict[str, Any] = {"show_return_value_in_logs": False}
 REDRIVE_JOB = PROJECT_ROOT / "spark_jobs" / "redrive.py"
 REDRIVE_TASK_IDS = ("plan", "wants_redrive", "redrive", "announce", "release")
 DEFAULT_ARGS = {
@@ -200,7 +204,7 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     # One landing of the dataset at a time, across all its runs: landing reads, updates and
     # writes the interval's bookmark, and a manual run for a date (`batch_date`) can overlap
     # that date's scheduled run. Landing is file copies; validation still runs in parallel.
-    @task(task_id="land", max_active_tis_per_dag=1)
+    @task(task_id="land", max_active_tis_per_dag=1, **UNPRINTED)
     def land(**context) -> dict:
         params, conf = context["params"], run_conf.conf_of(context)
         batch_id = conf.get("batch_id") if reprocess else None
@@ -225,28 +229,28 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     def has_messages(landed: dict) -> bool:
         return steps.has_messages(landed)
 
-    @task(task_id="read_verdict")
+    @task(task_id="read_verdict", **UNPRINTED)
     def read_verdict(landed: dict) -> dict:
         return steps.read_verdict(dataset, landed)
 
-    @lineage.publish_task(task_id="publish", outlets=[asset])  # @task, with OpenLineage facets
+    @lineage.publish_task(task_id="publish", outlets=[asset], **UNPRINTED)  # @task, with OpenLineage facets
     def publish(decision: dict, **context) -> dict:
         return steps.publish(dataset, decision, context["outlet_events"][asset])
 
-    @task(task_id="alert", retries=2, retry_delay=timedelta(seconds=20))
+    @task(task_id="alert", retries=2, retry_delay=timedelta(seconds=20), **UNPRINTED)
     def alert(decision: dict) -> dict:
         return alert_step.alert(dataset, decision)
 
     # A skipped task's XComArg reads as None: an empty landing has no decision, a held batch
     # no publication, a quiet one no alert.
-    @task(task_id="ledger", trigger_rule=TriggerRule.NONE_FAILED)
+    @task(task_id="ledger", trigger_rule=TriggerRule.NONE_FAILED, **UNPRINTED)
     def ledger(landed: dict, decision: dict | None, published: dict | None, alerted: dict | None,
                **context) -> dict:
         return ledger_step.ledger(dataset, landed, decision, published, alerted, dag.dag_id,
                                   context["run_id"])
 
     # No retry: a held batch stays held until a person acts; a retry would only say it again.
-    @task(task_id=ledger_step.VERDICT_TASK, retries=0, doc_md=(
+    @task(task_id=ledger_step.VERDICT_TASK, retries=0, **UNPRINTED, doc_md=(
         "Red when the batch was held (not published): its log says why and what to do. "
         "Skipped for an empty landing. Cleared by a release through the redrive DAG, it ends green."))
     def verdict(recorded: dict, **context) -> dict:
@@ -274,7 +278,7 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
 
         # After validate wrote the quarantine; retried while the topic cannot be written (each
         # message is produced once whatever the retries: foodtaster.sources.dead_letters).
-        @task(task_id="dead_letters", retries=3, retry_delay=timedelta(seconds=30))
+        @task(task_id="dead_letters", retries=3, retry_delay=timedelta(seconds=30), **UNPRINTED)
         def dead_letters(landed: dict) -> dict:
             return steps.dead_letters(dataset, landed)
 
@@ -346,7 +350,7 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
                 "task's log, then trigger again with it off. See docs/operations.md."),
     ) as dag:
 
-        @task(task_id="plan", retries=0)  # a form no retry changes: refused at once, saying why
+        @task(task_id="plan", retries=0, **UNPRINTED)  # a form no retry changes: refused at once, saying why
         def plan(**context) -> dict:
             return redrive_steps.plan_redrive(dataset, context["params"], context["run_id"],
                                               by=redrive_steps.triggering_user(context))
@@ -356,11 +360,12 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
         def wants_redrive(planned: dict) -> bool:
             return planned["redrive"]
 
-        @task(task_id="announce", outlets=[asset])
+        @task(task_id="announce", outlets=[asset], **UNPRINTED)
         def announce(planned: dict, **context) -> dict:
-            return redrive_steps.announce_redrive(dataset, planned, context["outlet_events"][asset])
+            return redrive_steps.announce_redrive(dataset, planned, context["outlet_events"][asset],
+                                                  dag.dag_id, context["run_id"])
 
-        @task(task_id="release", outlets=[asset])
+        @task(task_id="release", outlets=[asset], **UNPRINTED)
         def release(planned: dict, **context) -> dict:
             return redrive_steps.release(dataset, planned, context["outlet_events"][asset])
 

@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 from foodtaster.state.lake import Lake, check_batch_id, check_date
-from foodtaster_airflow.ledger_step import show_release
+from foodtaster_airflow.ledger_step import note_run, show_release
 from foodtaster_airflow.steps import PipelineError, lake_from_env
 
 log = logging.getLogger(__name__)
@@ -70,8 +70,11 @@ def plan_redrive(dataset: str, params: dict[str, Any], run_id: str, by: str | No
     }
 
 
-def announce_redrive(dataset: str, planned: dict[str, Any], outlet_event: Any) -> dict[str, Any]:
-    """After the redrive job: its report, and the Asset event when rows were published."""
+def announce_redrive(dataset: str, planned: dict[str, Any], outlet_event: Any, dag_id: str,
+                     run_id: str) -> dict[str, Any]:
+    """After the redrive job: its report in the log, its first line as the run's note (a dry
+    run's too: what would move is what a person triggered it for), and the Asset event when
+    rows were published."""
     from airflow.sdk.exceptions import AirflowSkipException
 
     from foodtaster.ops.redrive import describe
@@ -82,7 +85,9 @@ def announce_redrive(dataset: str, planned: dict[str, Any], outlet_event: Any) -
     if not exists(uri):
         raise PipelineError(f"the redrive job wrote no report at {uri}")
     report = read_json(uri)
-    log.info("dataset=%s batch=%s event=redrive_report\n%s", dataset, report["batch_id"], describe(report))
+    described = describe(report)
+    log.info("dataset=%s batch=%s event=redrive_report\n%s", dataset, report["batch_id"], described)
+    note_run(dataset, report["batch_id"], dag_id, run_id, described.splitlines()[0])
     if report["dry_run"] or not report["published"]:
         raise AirflowSkipException("dry run: nothing published" if report["dry_run"] else "no row passed")
     extra = {"dataset": dataset, "batch_id": report["batch_id"], "redrive": True,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -184,6 +185,7 @@ class ValidateBatchOperator(BaseOperator):
         self.conf = submit_conf(env["PYSPARK_PYTHON"], os.environ.get(SPARK_CONF_ENV), self.conf)
         self.env_vars = {**env, **(self.env_vars or {})}
         self.submission = self.spark_hook()
+        self.check_spark_binary(self.submission)
         try:
             try:
                 self.submission.submit(self.application)
@@ -200,6 +202,17 @@ class ValidateBatchOperator(BaseOperator):
                 ) from err
             raise
         return None
+
+    def check_spark_binary(self, hook: SparkJobHook) -> None:
+        """Fail at once, saying what to do, when the spark-submit the hook would start is not
+        there: the provider's FileNotFoundError was retried, each retry logging "No tasks to run"."""
+        binary = getattr(hook, "_spark_binary", None) or "spark-submit"
+        path = (self.env_vars or {}).get("PATH") or os.environ.get("PATH", "")
+        if shutil.which(binary, path=path) is None:
+            raise AirflowFailException(
+                f"{binary} is not on PATH ({path}): install pyspark into the environment Airflow runs "
+                "in (its bin/ holds spark-submit) or put Spark's bin/ on PATH, or name the binary in "
+                "the spark_default connection's extra spark-binary; not retrying")
 
     def refuse(self, context: Any, reason: str) -> NoReturn:
         """The job refused its run: fail at once, the reason last (`alert_step.refuse` for the

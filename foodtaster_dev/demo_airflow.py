@@ -16,8 +16,11 @@ prints what happened: published or held, counts, top reasons, where the alert we
 On the poisoned day a producer resends two of the clean day's poison messages: after
 the clean day's run, an operator puts those two on the poison list (`foodtaster poison
 add`, printed and run), so the poisoned day's run quarantines them unjudged (listed).
-Running it again reuses the same batches (landing never takes a file twice) and the
-same entries (adding what is listed already writes nothing).
+Running it again tells the same story: it starts afresh (`start_afresh`: the lake an earlier
+demo made, its Airflow state, the PostgreSQL metadata and catalog databases), says what it
+removed, and prints each run's outcome from that run's ledger entry only. What `airflow dags
+test` printed for each task is filed where the UI's log reader finds it
+(`LocalAirflow.keep_task_logs`).
 
 When NATS JetStream answers (FOODTASTER_DEMO_NATS, default nats://127.0.0.1:4222), the demo
 also runs `orders_stream`, the orders contract fed from a JetStream stream: it publishes a
@@ -156,15 +159,16 @@ def publish_stream_batch(date: str) -> int | str:
         return f"NATS at {NATS_URL} does not answer ({err!r})"
 
 
-def metadata_database() -> str | None:
+def metadata_database(fresh: bool = False) -> str | None:
     """The one metadata database of the demo and the UI (None: SQLite in the home):
     FOODTASTER_AIRFLOW_DB when set; else the local PostgreSQL's `foodtaster_airflow` when it
-    can be reached (Airflow refuses backfills on SQLite while its scheduler runs); else SQLite."""
+    can be reached (Airflow refuses backfills on SQLite while its scheduler runs), created anew
+    with `fresh`; else SQLite."""
     chosen = os.environ.get(DATABASE_ENV, "").strip()
     if chosen:
         return None if chosen == "sqlite" else chosen
     try:
-        return postgres_database(STANDALONE_DATABASE)
+        return postgres_database(STANDALONE_DATABASE, fresh=fresh)
     except Exception as err:  # noqa: BLE001 - any failure means: fall back to SQLite
         print(f"PostgreSQL not reachable ({str(err).strip()}): using SQLite; runs work, "
               "backfills may be refused with 'Database is locked'.")
@@ -230,10 +234,11 @@ def outcome(lake: Lake, date: str, run: dict[str, Any]) -> list[str]:
     from foodtaster.state import ledger
 
     batch_id = batch_id_for(date)
-    entries = [e for e in ledger.batch_entries(lake, DATASET) if e["batch_id"] == batch_id]
+    entries = [e for e in ledger.batch_entries(lake, DATASET)
+               if e["batch_id"] == batch_id and e.get("run_id") == run["run_id"]]
     lines = [run_line(run)]
-    if not entries:
-        return [*lines, "  no ledger entry: see the log"]
+    if not entries:  # never an earlier run's entry, as if it were this run's
+        return [*lines, f"  no ledger entry of this run for batch {batch_id}: see the log"]
     entry = entries[-1]
     lines.append(
         f"  batch {batch_id}: {entry['verdict'].upper()} ({entry['severity']}) - "
@@ -307,13 +312,72 @@ def catalog_lines(lake: Lake) -> list[str]:
             "  or: .venv/bin/foodtaster tables show --dataset orders"]
 
 
+DEMO_MARK = ".foodtaster-demo"  # in the root of a lake the demo made: the next demo may remove it
+DEMO_LAKE = PROJECT_ROOT / "data" / "lake"  # the default lake, the demo's whoever made it
+
+
+class NotTheDemosLake(RuntimeError):
+    """The lake holds files the demo did not make: it starts from an empty lake, and removes none."""
+
+
+def check_demos_lake(root: Path) -> None:
+    """Refuse, by name, a lake with files the demo did not make: it is never emptied."""
+    if root.exists() and any(root.iterdir()) and not (root / DEMO_MARK).exists() \
+            and root.resolve() != DEMO_LAKE.resolve():
+        raise NotTheDemosLake(
+            f"the lake {root} holds files no demo made ({DEMO_MARK} is not in it): the demo starts "
+            "from an empty lake and empties none but its own; set FOODTASTER_LAKE to a new folder")
+
+
+def start_afresh(af: LocalAirflow) -> list[str]:
+    """`make demo` tells the same story each time it runs: an earlier demo's lake (its batches,
+    ledger, poison list, tables), its Airflow state (logs, registry, pending clears, SQLite
+    database) and `make airflow`'s catalog database go before it starts; the PostgreSQL metadata
+    database is made anew by `metadata_database(fresh=True)`. Returns what went, for a person."""
+    import shutil
+
+    root = Path(af.lake)
+    check_demos_lake(root)
+    gone = []
+    if root.exists() and any(root.iterdir()):
+        shutil.rmtree(root)
+        gone.append(f"the earlier demo's lake {root}")
+    root.mkdir(parents=True, exist_ok=True)
+    (root / DEMO_MARK).write_text("made by `make demo`: the next `make demo` removes this lake\n")
+    state = [DEMO_REGISTRY, PENDING_CLEARS, af.home / "demo-logs", af.task_logs, af.home / "kafka-demo"]
+    if af.db_url is None:
+        state.append(af.home / "airflow.db")
+    for path in state:
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+        else:
+            continue
+        gone.append(str(path))
+    if af.db_url is not None and os.environ.get(DATABASE_ENV):
+        gone.append(f"(kept the metadata database {describe_database(af)} of {DATABASE_ENV}: the earlier "
+                    "runs stay in it)")
+    elif af.db_url is not None:
+        drop_postgres_database(CATALOG_DATABASE)
+        gone.append(f"PostgreSQL databases {STANDALONE_DATABASE} (made anew) and {CATALOG_DATABASE}")
+    return gone
+
+
 def demo() -> int:
     started = time.perf_counter()
-    af = local_airflow(db_url=metadata_database())
-    DEMO_REGISTRY.unlink(missing_ok=True)  # built again from pipeline.yaml as the demo goes
+    try:
+        check_demos_lake(Path(lake_root()))
+    except NotTheDemosLake as err:
+        print(f"make demo: {err}", file=sys.stderr)
+        return 2
+    af = local_airflow(db_url=metadata_database(fresh=True))
     lake = Lake(af.lake)
+    gone = start_afresh(af)
     print(f"Airflow home {af.home}, metadata DB {describe_database(af)} (the UI's: make airflow), "
           f"lake {lake.root}")
+    if gone:
+        print("Started afresh, removed: " + "; ".join(gone))
     af.migrate()
     print("Sample batches:")
     resent = drop_batches(lake)

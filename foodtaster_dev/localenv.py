@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -122,6 +123,7 @@ class LocalAirflow:
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.db_url
             or f"sqlite:///{self.home / 'airflow.db'}",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+            "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(self.task_logs),
             "PYTHONWARNINGS": "ignore::UserWarning",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
@@ -179,11 +181,16 @@ class LocalAirflow:
         args = ["dags", "test", dag_id, date]
         if conf:
             args += ["-c", json.dumps(conf)]
+        before = log.stat().st_size if log is not None and log.exists() else 0
         done = self.airflow(*args, timeout=900, log=log, check=False)
         try:
             run = self.run_of(dag_id, date)
         except RuntimeError as err:
             run, why = None, str(err)
+        if run is not None:
+            printed = (log.read_bytes()[before:].decode("utf-8", errors="replace") if log is not None
+                       else (done.stdout or "") + (done.stderr or ""))
+            self.keep_task_logs(dag_id, run["run_id"], printed)
         if run is not None and (done.returncode == 0 or run["state"] == "failed"):
             self.started_when_it_ran(dag_id, run["run_id"])
             return run
@@ -207,6 +214,28 @@ class LocalAirflow:
                             " AND run_id = :run_id", dag_id=dag_id, run_id=run["run_id"])
         run["tasks"] = {ti["task_id"]: ti["state"] or "" for ti in states}
         return run
+
+    @property
+    def task_logs(self) -> Path:
+        """Where Airflow's log reader finds task logs (`[logging] base_log_folder`)."""
+        return self.home / "logs"
+
+    def keep_task_logs(self, dag_id: str, run_id: str, printed: str) -> None:
+        """`airflow dags test` runs each task in its own process and prints its log there, into
+        no file: the UI said "Log file not found on worker" for every task of the demo's runs.
+        Each task's lines of what it printed go where the UI reads them, as each attempt's file
+        (`[logging] log_filename_template`'s default layout)."""
+        tries = {(ti["task_id"], int(ti["map_index"])): int(ti["try_number"] or 1) for ti in self.query(
+            "SELECT task_id, map_index, try_number FROM task_instance WHERE dag_id = :dag_id"
+            " AND run_id = :run_id", dag_id=dag_id, run_id=run_id)}
+        sections = task_sections(printed)
+        for (task_id, map_index), texts in sections.items():
+            first = max(1, tries.get((task_id, map_index), len(texts)) - len(texts) + 1)
+            folder = (self.task_logs / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
+                      / (f"map_index={map_index}" if map_index >= 0 else ""))
+            folder.mkdir(parents=True, exist_ok=True)
+            for attempt, text in enumerate(texts, first):
+                (folder / f"attempt={attempt}.log").write_text(text)
 
     def started_when_it_ran(self, dag_id: str, run_id: str) -> None:
         """`airflow dags test` records its run as started at its logical date (Airflow's
@@ -297,6 +326,28 @@ def drop_postgres_database(name: str) -> None:
             cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         conn.close()
+
+
+TASK_STARTS = re.compile(r"\[DAG TEST\] starting task_id=(\S+) map_index=(-?\d+)")
+TASK_ENDS = re.compile(r"\[DAG TEST\] end task task_id=(\S+)")
+
+
+def task_sections(printed: str) -> dict[tuple[str, int], list[str]]:
+    """What `airflow dags test` printed for each task, attempt by attempt: by (task_id,
+    map_index), the lines from the task's `[DAG TEST] starting task_id=` line to its `end task`
+    line (or to the next task's start, or the end)."""
+    attempts: dict[tuple[str, int], list[list[str]]] = {}
+    key: tuple[str, int] | None = None
+    for line in printed.splitlines(keepends=True):
+        started = TASK_STARTS.search(line)
+        if started:
+            key = (started[1], int(started[2]))
+            attempts.setdefault(key, []).append([])
+        if key is not None:
+            attempts[key][-1].append(line)
+            if TASK_ENDS.search(line):
+                key = None
+    return {key: ["".join(lines) for lines in texts] for key, texts in attempts.items()}
 
 
 def start_group(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:

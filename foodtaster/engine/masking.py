@@ -20,9 +20,7 @@ from pyspark.sql import functions as F
 
 from foodtaster.contract.path import Path, _Each, key_text
 from foodtaster.engine.reasons import REASONS
-from foodtaster.privacy import HASH_HEX, KINDS, Masker, hmac_pads
-
-LINE_LAYERS = ("bytes", "parse")
+from foodtaster.privacy import HASH_HEX, KINDS, LINE_LAYERS, NOT_SHOWN, PERSONAL, Masker, hmac_pads
 
 
 def mask_reasons(rows: DataFrame, masker: Masker) -> DataFrame:
@@ -53,13 +51,13 @@ def mask_column(text: Column, masker: Masker) -> Column:
     kind = F.lit("text")
     for name, pattern in reversed(KINDS):
         kind = F.when(text.rlike(pattern), F.lit(name)).otherwise(kind)
-    return F.concat(F.lit("‹personal: "), kind, F.lit(", "), F.char_length(text).cast("string"),
+    return F.concat(F.lit(PERSONAL), kind, F.lit(", "), F.char_length(text).cast("string"),
                     F.lit(" chars, #"), digest_column(text, masker), F.lit("›"))
 
 
 def opaque_column(text: Column, masker: Masker) -> Column:
-    """The start of a line nothing can be told of: its length and keyed hash, no character."""
-    return F.concat(F.lit("‹not shown: "), F.char_length(text).cast("string"),
+    """`Masker.line_start`: the start of a line nothing can be told of, its length and keyed hash."""
+    return F.concat(F.lit(NOT_SHOWN), F.char_length(text).cast("string"),
                     F.lit(" chars of the line, #"), digest_column(text, masker), F.lit("›"))
 
 

@@ -247,7 +247,9 @@ def run_redrive(spark: SparkSession, run: RedriveRun) -> dict[str, Any]:
     # One redrive of a dataset at a time; and, to publish, the lease of every batch it reads:
     # a run of one of them at the same moment would judge its rows again and publish them twice.
     with batch_lease(lake, dataset, "redrive", run.redrive_id), ExitStack() as batches:
-        log.event("redrive_started", selection=asdict(run.selection), dry_run=run.dry_run)
+        # the selection as the log's key=value fields, only those it has: no dict, no None
+        chosen = {key: value for key, value in asdict(run.selection).items() if value is not None}
+        log.event("redrive_started", **chosen, dry_run=run.dry_run)
         parts = quarantine_partitions(lake, dataset, run.selection)
         if not run.dry_run:
             for batch_id in sorted({p.batch_id for p in parts}):

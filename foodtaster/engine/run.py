@@ -51,7 +51,7 @@ def claimed(run: BatchRun) -> Iterator[BatchRun]:
     run reading its landed input. Files a killed run wrote and no snapshot holds are removed
     by `foodtaster tables maintain` (`foodtaster.state.upkeep`)."""
     with batch_lease(run.lake, run.config.name, run.batch_id, run.run_id):
-        check_not_redriven(run.lake, run.config.name, run.batch_id)
+        check_not_redriven(run.lake, run.config.name, run.batch_id, run.batch_date)
         yield replace(run, input_path=land_hand_run(run.lake, run.config, run.input_path,
                                                     run.batch_id, run.batch_date))
 
@@ -76,9 +76,10 @@ def publish_if_passed(run: BatchRun, summary: BatchSummary) -> BatchSummary:
                                 tables=published.tables)
 
 
-def check_not_redriven(lake: Lake, dataset: str, batch_id: str) -> None:
+def check_not_redriven(lake: Lake, dataset: str, batch_id: str, batch_date: str) -> None:
     """Refuse to rerun a batch whose rows were redriven (foodtaster.engine.redrive): judged
-    again, they would land in the batch's own valid partition too."""
+    again, they would land in the batch's own valid partition too. The refusal names the redrive
+    DAG (`foodtaster_airflow.factory.redrive_dag_id_for`) and the whole command to run instead."""
     from foodtaster.state.dispositions import DUPLICATE as FOUND_DUPLICATE
     from foodtaster.state.dispositions import REDRIVEN, Dispositions
 
@@ -88,5 +89,7 @@ def check_not_redriven(lake: Lake, dataset: str, batch_id: str) -> None:
         raise BatchWasRedriven(
             f"{dataset} batch {batch_id}: {moved} of its quarantined rows were redriven (published "
             "or found duplicate later); rerunning it would publish them twice. Redrive its "
-            "remaining quarantined rows instead (`foodtaster redrive --batch ...`)"
+            f"remaining quarantined rows instead: trigger the DAG foodtaster_{dataset}_redrive with "
+            f"date_from {batch_date} (a dry run first, then dry_run off), or run `foodtaster redrive "
+            f"--dataset {dataset} --from {batch_date} --to {batch_date} --batch {batch_id} --dry-run`"
         )

@@ -222,8 +222,17 @@ def quarantine_show(args: argparse.Namespace) -> int:
                     printable(x["value"] or "")) for x in r["reasons"] or ()]
         for line in table_lines(("layer", "rule", "column", "message", "value"), reasons):
             print(f"    {line}")
-        print(f"    raw: {cut(shown.text(r['_raw']), RAW_CHARS)}\n")
+        print(f"    raw: {raw_shown(shown.text(r['_raw']), whole=args.raw)}\n")
     return 0
+
+
+def raw_shown(text: str, whole: bool) -> str:
+    """A message's text for `quarantine show`: all of it with --raw (every byte, escaped where
+    a terminal would act on it), else its first RAW_CHARS characters, saying where it is cut."""
+    if whole or len(text) <= RAW_CHARS:
+        return text
+    return (f"{text[:RAW_CHARS]}… (cut at character {RAW_CHARS} of {len(text)}: --raw or --json "
+            "shows all of it)")
 
 
 def ledger_batches(args: argparse.Namespace) -> int:

@@ -5,19 +5,22 @@ gets the answer as a plain bool, `show_raw`. With it, each message's exact bytes
 without it, the masked view (`foodtaster.privacy.Masker.message`): every personal value
 replaced by its mask, and a line that is no JSON object shown as its length and a hash only.
 No raw byte of a message reaches a page without `show_raw`, in no element or attribute. The
-reasons are shown as the job wrote them: masked at the source where personal.
+reasons are shown as the job wrote them (masked at the source where personal), but for the
+value of a line's bytes or parse reason: the start of a line nothing can be told of, which the
+job masks only in a dataset that marks something personal. Without `show_raw` the page masks
+it in every dataset, as the job would (`foodtaster.engine.masking.opaque_column`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 from typing import Any
 from urllib.parse import quote
 
 from foodtaster.ops.shown import in_lake
-from foodtaster.privacy import Masker
+from foodtaster.privacy import LINE_LAYERS, NOT_SHOWN, PERSONAL, Masker, mask_key
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.browse import NotInLake, quarantined_rows
 from foodtaster.state.lake import Lake
@@ -38,6 +41,7 @@ class SampleView:
     reader may read raw payloads)."""
 
     masked: Callable[[bytes | str | None], str] | None
+    line_start: Callable[[str], str] | None = None  # the masked view of a line's start
 
     @property
     def show_raw(self) -> bool:
@@ -47,16 +51,31 @@ class SampleView:
         """A message as this reader sees it, cut at RAW_CHARS."""
         return cut(raw_text(raw) if self.masked is None else self.masked(raw))
 
+    def reason_value(self, reason: dict[str, Any]) -> str | None:
+        """A reason's value as this reader sees it: the start of a line (a bytes or parse
+        reason's value) only its length and keyed hash without `show_raw`, as the job writes
+        it for a dataset that marks something personal; a value the job masked already as it is."""
+        value = reason.get("value")
+        if value is None or self.line_start is None or reason.get("layer") not in LINE_LAYERS \
+                or str(value).startswith((NOT_SHOWN, PERSONAL)):
+            return value
+        return self.line_start(str(value))
+
 
 def sample_view(lake: Lake, config: DatasetConfig, show_raw: bool) -> SampleView:
     """The view of the dataset's messages for a reader who may (`show_raw`) or may not read raw
     payloads. The dataset's masks are read only for a reader who needs them."""
-    return SampleView(None if show_raw else dataset_masker(lake, config))
+    if show_raw:
+        return SampleView(None)
+    masker = dataset_masker(lake, config)
+    return SampleView(masker.message, masker.line_start)
 
 
-def dataset_masker(lake: Lake, config: DatasetConfig) -> Callable[[bytes | str | None], str]:
-    """The masked view of the dataset's messages (`foodtaster.privacy`)."""
-    return Masker.for_dataset(config, lake.root).message
+def dataset_masker(lake: Lake, config: DatasetConfig) -> Masker:
+    """The dataset's masks (`foodtaster.privacy`), keyed even when it marks nothing personal:
+    a line nothing can be told of is shown as its length and keyed hash in every dataset."""
+    masker = Masker.for_dataset(config, lake.root)
+    return masker if masker.key else replace(masker, key=mask_key(lake.root))
 
 
 def raw_text(raw: Any) -> str:
@@ -87,12 +106,13 @@ def samples_of(lake: Lake, dataset: str, batch_id: str, summary: dict[str, Any],
         return kept, "the samples the batch summary kept (no quarantine partition to read)"
 
 
-def _reason_cells(reasons: list[dict[str, Any]]) -> str:
+def _reason_cells(view: SampleView, reasons: list[dict[str, Any]]) -> str:
     return "<br>".join(
         f"{_e(r.get('layer'))} <b>{_e(r.get('rule'))}</b>"
         + (f" [{_e(r.get('column'))}]" if r.get("column") else "")
         + f": {_e(r.get('message'))}"
-        + (f" <span class=muted>value {_e(r.get('value'))}</span>" if r.get("value") is not None else "")
+        + (f" <span class=muted>value {_e(view.reason_value(r))}</span>"
+           if r.get("value") is not None else "")
         for r in reasons
     )
 
@@ -103,7 +123,7 @@ def sample_html(lake: Lake, view: SampleView, sample: dict[str, Any], number: in
     return (f"<article class=sample id=\"sample-{number}\"><h3>{number}. "
             f"<code>{_e(in_lake(lake, sample.get('source_file')))}:{_e(sample.get('line_number'))}"
             f"</code></h3><pre class={kind}>{_e(view.message(sample.get('raw')))}</pre>"
-            f"<div class=reasons>{_reason_cells(sample.get('reasons') or [])}</div></article>")
+            f"<div class=reasons>{_reason_cells(view, sample.get('reasons') or [])}</div></article>")
 
 
 def access_note(show_raw: bool) -> str:

@@ -83,12 +83,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def selection_words(selection: dict[str, Any]) -> str:
+    """A redrive's selection for a person: its dates, and only the narrowings it has (no None)."""
+    start, end = selection["date_from"], selection["date_to"]
+    narrowed = {"rule": selection.get("rule"), "batch": selection.get("batch_id"),
+                "message": selection.get("message_id")}
+    return ", ".join([start if start == end else f"{start}..{end}",
+                      *(f"{what} {value}" for what, value in narrowed.items() if value)])
+
+
 def describe(report: dict[str, Any]) -> str:
     """The report for a person: what would move (dry run) or moved, by rule and by batch."""
     head = "DRY RUN, nothing moved: " if report["dry_run"] else ""
     counts = report["counts"]
     lines = [f"{head}redrive {report['redrive_id']} of {report['dataset']} "
-             f"{report['selection']['date_from']}..{report['selection']['date_to']}: "
+             f"{selection_words(report['selection'])}: "
              f"{counts['published']} {'would be ' if report['dry_run'] else ''}published, "
              f"{counts['duplicate']} duplicates of published messages, "
              f"{counts['quarantined']} still failing"]

@@ -330,6 +330,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="PATH",
                         help="where to write the PNG (default: <lake>/reports/<dataset>/trend.png)")
     parser.add_argument("--json", action="store_true", help="print the trend as JSON, no chart")
+    parser.add_argument("--lake", help="the lake root (default: $FOODTASTER_LAKE, else ./data/lake)")
     parser.set_defaults(run=_run)
 
 
@@ -339,7 +340,7 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         config = get_dataset(args.dataset)
-        lake = Lake(lake_root())
+        lake = Lake(args.lake or lake_root())
         trend = dataset_trend(lake, config, since=args.since, until=args.until, last=args.last)
     except (RegistryError, ValueError) as err:
         print(f"foodtaster trend: {err}", file=sys.stderr)

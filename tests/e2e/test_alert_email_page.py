@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from support.alerts import HELD_ID, RUN_URL, held_alert_with_trend
+from support.browser import Browser, chromium_binary
 from support.environment import need
 from support.servers import SmtpSink
-from support.webdriver import Browser, browser_binaries
 
 from foodtaster.registry import AlertChannels, DatasetConfig
 from foodtaster_airflow import channels
@@ -42,9 +42,8 @@ def received_page(message, folder: Path) -> Path:
 def test_the_received_alert_email_shows_the_rate_chart_commands_and_run_link(
     tmp_path, monkeypatch
 ):
-    chromium, chromedriver = browser_binaries()
-    need(chromium is not None and chromedriver is not None,
-         "chromium and chromedriver (make browser-tools)")
+    chromium = chromium_binary()
+    need(chromium is not None, "Debian's chromium (make browser-tools)")
     alert, _ = held_alert_with_trend(str(tmp_path / "lake"), CONFIG)
     with SmtpSink() as sink:
         monkeypatch.setenv("AIRFLOW_CONN_SMTP_TEST", json.dumps({
@@ -56,7 +55,7 @@ def test_the_received_alert_email_shows_the_rate_chart_commands_and_run_link(
     page = received_page(message, tmp_path)
     assert "cid:" not in page.read_text(encoding="utf-8")
 
-    with Browser(chromium, chromedriver, tmp_path / "chromedriver.log") as browser:
+    with Browser(chromium) as browser:
         browser.go(page.as_uri())
         text = browser.script("return document.body.innerText;")
         browser.script("window.scrollTo(0, 0);")

@@ -12,16 +12,17 @@ is red in the DAG list, the runs list and the grid (docs/decisions/017).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from urllib.parse import quote
 
 import pyarrow as pa
 import pytest
 import requests
+from support.browser import Browser, chromium_binary
 from support.e2e import HOLDING, fill_inbox
 from support.environment import need
 from support.lake import commit_rows
-from support.webdriver import ELEMENT, Browser, WebDriverError, browser_binaries
 
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.lake import Lake, write_json
@@ -132,11 +133,10 @@ def fill_personal(lake: Lake) -> None:
 
 
 @pytest.fixture(scope="module")
-def browser_tools() -> tuple[str, str]:
-    chromium, chromedriver = browser_binaries()
-    need(chromium is not None and chromedriver is not None,
-         "Debian's chromium and chromium-driver are not installed (make browser-tools installs them)")
-    return chromium, chromedriver
+def browser_tools() -> str:
+    chromium = chromium_binary()
+    need(chromium is not None, "Debian's chromium is not installed (make browser-tools installs it)")
+    return chromium
 
 
 @pytest.fixture(scope="module")
@@ -207,13 +207,13 @@ def test_the_page_is_for_logged_in_users_only(standalone):
 def test_the_batches_page_and_its_drill_down_in_chromium(standalone, browser_tools, tmp_path):
     af, log = standalone
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
+    with Browser(browser_tools) as browser:
         # the page as the UI shows it (Browse -> Foodtaster batches, in the UI's iframe),
         # after the UI's own login form, as a person signs in
         browser.go(f"{af.base_url}/plugin/foodtaster")
         _log_in(browser, log)
         frame = _wait(lambda: browser.find_all("iframe"), "the plugin's iframe", log)[0]
-        assert browser.script("return arguments[0].src", {ELEMENT: frame}).endswith("/foodtaster/")
+        assert browser.script("return arguments[0].src", frame).endswith("/foodtaster/")
         browser.frame(frame)
         _wait(lambda: browser.find_all("tr.batch"), "the batches table in the iframe", log)
         browser.frame(None)
@@ -255,7 +255,7 @@ def test_the_batches_page_and_its_drill_down_in_chromium(standalone, browser_too
         _wait(lambda: "reason=json.invalid" in browser.current_url, "the json.invalid messages", log)
         raw = browser.find("article.sample pre.raw")
         assert browser.text(raw) == HOSTILE_RAW  # not run as markup
-        assert browser.script("return arguments[0].getBoundingClientRect().width", {ELEMENT: raw}) > 800
+        assert browser.script("return arguments[0].getBoundingClientRect().width", raw) > 800
         assert browser.script("return window.pwned === undefined"
                               " && document.querySelectorAll('script').length === 0")
         where = browser.text(browser.find("article.sample h3"))
@@ -271,7 +271,7 @@ def test_a_real_held_batchs_page_links_its_run_its_data_docs_and_its_alert(stand
     followed in the browser to a page that exists."""
     af, log = standalone
     run_id = held_run["dag_run_id"]
-    with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
+    with Browser(browser_tools) as browser:
         browser.go(f"{af.base_url}/plugin/foodtaster")
         _log_in(browser, log)
         page = f"{af.base_url}/foodtaster/datasets/{HELD}/batches/{HELD_ID}"
@@ -338,8 +338,11 @@ def test_every_link_opens_in_the_whole_window_from_inside_airflow(standalone, he
         return frame
 
     def clicked(browser: Browser, css: str, what: str) -> None:
-        link = _wait(lambda: browser.find_all(css), what, log, browser=browser)[0]
-        browser.click(link)
+        """A click on the first link `css` selects in the plugin's frame, as a person's."""
+        try:
+            browser.page.frame_locator("iframe").locator(css).first.click()
+        except Exception as err:  # noqa: BLE001 - Playwright's timeout: say what was waited for
+            raise AssertionError(_stuck(what, 30, log, browser)) from err
 
     def in_whole_window(browser: Browser, url: str, what: str) -> None:
         browser.frame(None)
@@ -350,12 +353,12 @@ def test_every_link_opens_in_the_whole_window_from_inside_airflow(standalone, he
         nested = browser.script("return [...document.querySelectorAll('iframe')].map(f => f.src)")
         assert not nested, f"{what}: a frame in the run's page: {nested}"
 
-    with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
+    with Browser(browser_tools) as browser:
         browser.go(f"{af.base_url}/plugin/foodtaster")
         _log_in(browser, log)
         frame = framed(browser)
         browser.frame(None)
-        sandbox = browser.script("return arguments[0].getAttribute('sandbox')", {ELEMENT: frame})
+        sandbox = browser.script("return arguments[0].getAttribute('sandbox')", frame)
         assert "allow-top-navigation-by-user-activation" in sandbox.split(), sandbox
         browser.frame(frame)
         # a batch id: the drill-down, in the frame, the window's address following it
@@ -382,6 +385,68 @@ def test_every_link_opens_in_the_whole_window_from_inside_airflow(standalone, he
         browser.screenshot(SCREENSHOTS / "in_ui_alert_run_link.png")
 
 
+def test_a_person_clicks_through_airflows_frame_and_a_viewer_cannot_run_anything(
+        standalone, held_run, browser_tools):
+    """As a person does, Playwright reaching into the plugin's frame: log in, open the page from
+    the Browse menu, click a batch, a reason, its Data Docs and back. Then a viewer: the DAG's
+    Trigger, where offered, makes no run, and the API refuses the viewer's trigger, clear and
+    delete of a run."""
+    from playwright.sync_api import expect
+
+    af, log = standalone
+    run_path = f"dags/{HELD_DAG}/dagRuns/{quote(held_run['dag_run_id'], safe='')}"
+    with Browser(browser_tools) as browser:
+        page = browser.page
+        page.goto(f"{af.base_url}/plugin/foodtaster")
+        _log_in(browser, log)
+        page.goto(f"{af.base_url}/")
+        page.get_by_role("button", name="Browse").click()
+        page.get_by_role("menuitem", name="Foodtaster batches").click()
+        frame = page.frame_locator("iframe")
+        frame.locator(f'a[href="datasets/{HELD}/batches/{HELD_ID}"]').click()
+        expect(frame.locator("span.verdict")).to_have_text(re.compile("^held"))
+        fewest = frame.locator("tr.reason a").last  # the reason with the fewest messages
+        rule = fewest.inner_text()
+        fewest.click()
+        expect(frame.locator("tr.reason.shown a")).to_have_text(rule)  # its messages shown
+        expect(frame.locator("article.sample .reasons").first).to_contain_text(rule)
+        frame.locator("p.links a.docs").click()
+        expect(frame.locator("p.verdict")).to_have_text("batch gate: passed")
+        browser.screenshot(SCREENSHOTS / "in_ui_data_docs_clicked.png")
+        page.go_back()
+        expect(frame.locator("span.verdict")).to_have_text(re.compile("^held"))
+        browser.screenshot(SCREENSHOTS / "in_ui_back_from_data_docs.png")
+
+        # a viewer's attempt through the UI: a Trigger button, where the UI draws one, makes no run
+        admin = AirflowApi(af.base_url, "admin", PASSWORD)
+        before = len(admin.dag_runs(HELD_DAG))
+        page.context.clear_cookies()
+        page.goto(f"{af.base_url}/plugin/foodtaster")
+        _log_in(browser, log, "viewer", user="viewer")
+        page.goto(f"{af.base_url}/dags/{HELD_DAG}")
+        expect(page.get_by_text("read_verdict").first).to_be_visible()  # the DAG's tasks drawn
+        trigger = page.get_by_role("button", name="Trigger")
+        if trigger.count():
+            trigger.first.click()
+            submit = page.get_by_role("dialog").get_by_role("button", name="Trigger")
+            if submit.count() and submit.is_enabled():
+                submit.click()
+            page.wait_for_timeout(3000)
+        browser.screenshot(SCREENSHOTS / "viewer_trigger_attempt.png")
+        assert len(admin.dag_runs(HELD_DAG)) == before
+    # and the API a page would call refuses the viewer's trigger, clear and delete
+    viewer = {"Authorization": f"Bearer {_token(af, 'viewer', 'viewer')}"}
+    api = f"{af.base_url}/api/v2"
+    triggered = requests.post(f"{api}/dags/{HELD_DAG}/dagRuns", json={"logical_date": None}, headers=viewer,
+                              timeout=30)
+    cleared = requests.post(f"{api}/{run_path}/clear", json={"dry_run": False}, headers=viewer, timeout=30)
+    deleted = requests.delete(f"{api}/{run_path}", headers=viewer, timeout=30)
+    assert [r.status_code for r in (triggered, cleared, deleted)] == [403] * 3, [
+        r.text for r in (triggered, cleared, deleted)]
+    assert len(admin.dag_runs(HELD_DAG)) == before
+    assert admin.request("GET", run_path)["state"] == held_run["state"]
+
+
 def test_the_validate_log_shows_the_jobs_lines_first_and_readable(standalone, held_run, browser_tools,
                                                                  tmp_path):
     """The validate task's log as the API serves it to the UI: the job's lines (its events, its
@@ -403,7 +468,7 @@ def test_the_validate_log_shows_the_jobs_lines_first_and_readable(standalone, he
                               "+ 0 duplicates dropped; quarantine rate 35.00%; staged"), summary
     assert not any(e.startswith("{") for e in events)  # no raw JSON line
     assert events.index("::endgroup::", group) > group
-    with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
+    with Browser(browser_tools) as browser:
         browser.go(f"{af.base_url}/plugin/foodtaster")
         _log_in(browser, log)
         browser.go(f"{af.base_url}/{path.replace('dagRuns', 'runs').replace('taskInstances', 'tasks')}")
@@ -422,7 +487,7 @@ def test_a_held_run_is_red_in_the_dag_list_the_runs_list_and_the_grid(standalone
         "publish", "verdict"}, held_run["tasks"]
     assert held_run["note"].startswith(f"HELD, not published: batch {HELD_ID}, inbox date {HELD_DATE}")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with Browser(*browser_tools, tmp_path / "chromedriver.log") as browser:
+    with Browser(browser_tools) as browser:
         browser.go(f"{af.base_url}/plugin/foodtaster")
         _log_in(browser, log)
         # the DAG list: the latest run's badge
@@ -465,7 +530,7 @@ def test_a_viewer_reads_masked_messages_and_an_admin_the_raw_bytes(standalone, b
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for user, password in (("viewer", "viewer"), ("admin", PASSWORD)):
         token = _token(af, user, password)
-        with Browser(*browser_tools, tmp_path / f"chromedriver-{user}.log") as browser:
+        with Browser(browser_tools) as browser:
             browser.go(f"{af.base_url}/plugin/foodtaster")
             _log_in(browser, log, password, user=user)
             seen = {}
@@ -501,26 +566,20 @@ def _log_in(browser: Browser, log: Path, password: str = PASSWORD, user: str = "
     """Sign in through the UI's own login form, then expect the page asked for.
 
     The form is drawn by React, and keys typed before it is ready are lost (one CI run on a
-    busy machine stayed on the form): the values are read back before the click, and a form
-    still shown after it is filled once more.
+    busy machine stayed on the form): Playwright fills each field once it is there and
+    editable, and a form still shown after the click is filled once more.
     """
+    page = browser.page
+    secret = page.locator("input[type=password]")
     for attempt in (1, 2):
-        _wait(lambda: "/auth/login" in browser.current_url
-              and browser.find_all("input[type=password]"), "the login form", log, browser=browser)
-        fields = {browser.find("input:not([type=password])"): user,
-                  browser.find("input[type=password]"): password}
-        for field, text in fields.items():
-            browser.clear(field)
-            browser.type(field, text)
-        _wait(lambda typed=fields: [browser.script("return arguments[0].value", {ELEMENT: f})
-                                    for f in typed] == list(typed.values()),
-              "the login form to hold what was typed", log, browser=browser)
-        browser.click(browser.find("button[type=submit]"))
+        _wait(lambda: secret.count(), "the login form", log, browser=browser)
+        page.locator("input:not([type=password])").first.fill(user)
+        secret.fill(password)
+        page.locator("button[type=submit]").click()
         # the UI may land on the plugin's page or a path under it (once: /plugin/foodtaster/foodtaster/)
-        if _until(lambda: "/plugin/foodtaster" in browser.current_url
-                  and "/auth/login" not in browser.current_url, WAY_BACK_S):
+        if _until(lambda: "/plugin/foodtaster" in browser.current_url and not secret.count(), WAY_BACK_S):
             return
-        if attempt == 2 or "/auth/login" not in browser.current_url:
+        if attempt == 2 or not secret.count():
             raise AssertionError(_stuck("the way back after login", WAY_BACK_S, log, browser))
 
 
@@ -552,7 +611,7 @@ def _stuck(what: str, timeout: float, log: Path, browser: Browser | None) -> str
         try:
             where = (f"the browser is at {browser.current_url}, showing:\n"
                      f"{browser.text(browser.find('body'))[:1000]}\n")
-        except WebDriverError as error:  # the timeout is the failure, not what it could not read
+        except Exception as error:  # noqa: BLE001 - the timeout is the failure, not what it could not read
             where = f"the browser could not say where it is: {error}\n"
     return (f"timed out after {timeout:.0f}s waiting for {what}\n{where}"
             f"{log.read_text(errors='replace')[-3000:]}")

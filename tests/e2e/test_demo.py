@@ -8,11 +8,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import requests
+from support.browser import Browser, chromium_binary
 from support.environment import need
-from support.webdriver import Browser, browser_binaries
 from test_batches_page import _log_in, _wait
 
 from foodtaster_airflow.rest import AirflowApi, AirflowApiError
@@ -153,9 +154,8 @@ def test_make_airflow_shows_the_demos_runs_and_the_alerts_links_open(demo, tmp_p
     """`make airflow` after `make demo`: the same database, so the UI lists the demo's runs;
     the released day's run turns green once the scheduler reruns its verdict task; and the
     run link the poisoned day's alert carries opens that run's page."""
-    chromium, chromedriver = browser_binaries()
-    need(chromium is not None and chromedriver is not None,
-         "Debian's chromium and chromium-driver (make browser-tools)")
+    chromium = chromium_binary()
+    need(chromium is not None, "Debian's chromium (make browser-tools)")
     lake, env, _out = demo
     base = f"http://localhost:{env['AIRFLOW_PORT']}"
     log = tmp_path / "standalone.log"
@@ -178,10 +178,18 @@ def test_make_airflow_shows_the_demos_runs_and_the_alerts_links_open(demo, tmp_p
         assert (released["note"] or "").startswith("RELEASED by "), released  # said by verdict
         assert "(airflow dags test)" in released["note"] and "manual__" not in released["note"], released
 
+        # the demo's task logs, as the UI reads them: the clean day's landing, in words
+        clean = days["2026-11-20"]["dag_run_id"]
+        logged = api.request("GET", f"dags/foodtaster_orders/dagRuns/{quote(clean, safe='')}/taskInstances/"
+                             "land/logs/1", params={"full_content": True})["content"]
+        events = [e.get("event", "") if isinstance(e, dict) else str(e) for e in logged]
+        assert any("dataset=orders batch=20261120 files=3" in e for e in events), events[:8]
+        assert not any("Log file not found" in e or "Returned value was" in e for e in events), events
+
         alert = (lake / "_state/alerts/orders/20261121-batch.html").read_text()
         links = re.findall(r'href="(https?://[^"]+)"', alert)
         assert links and all(link.startswith(base + "/") for link in links), links
-        with Browser(chromium, chromedriver, tmp_path / "chromedriver.log") as browser:
+        with Browser(chromium) as browser:
             browser.go(f"{base}/plugin/foodtaster")
             _log_in(browser, log, password="admin")
             for link in links:
@@ -308,3 +316,53 @@ def test_the_demos_runs_start_when_they_ran(demo):
     for run in runs:
         took = moment(run["end_date"]) - moment(run["start_date"])
         assert timedelta(0) <= took < timedelta(minutes=30), run
+
+
+def test_a_viewer_reads_no_byte_of_the_demos_non_json_lines_on_any_batch_page(demo):
+    """Every drill-down page of every batch and reason, page by page, as a viewer (no raw-payload
+    permission) reads it after `make demo`: no line that is not a JSON object shows its start,
+    in the message or in a reason's value, in any dataset."""
+    import gzip
+
+    from foodtaster.ops.page_samples import SAMPLES_PER_PAGE
+    from foodtaster.ops.pages import batch_page, batches_page
+    from foodtaster.registry import load_registry
+    from foodtaster.state.lake import Lake, read_json
+    from foodtaster.state.ledger import batch_entries
+
+    lake, env, _out = demo
+    registry = load_registry(Path(env["FOODTASTER_AIRFLOW_HOME"]) / "pipeline-demo.yaml")
+    the_lake = Lake(str(lake))
+    hidden, whole_lines = set(), []
+    for path in (lake / "inbox").rglob("*"):
+        data = path.read_bytes() if path.is_file() else b""
+        for line in (gzip.decompress(data) if path.suffix == ".gz" else data).splitlines():
+            text = line.decode(errors="replace").strip()
+            try:
+                whole = isinstance(json.loads(text), dict)
+            except (ValueError, RecursionError):  # the demo's poison: not JSON, nested too deep
+                whole = False
+            if whole:
+                whole_lines.append(text)
+            elif len(text) >= 12:
+                hidden.add(text[:12])
+    told = "\n".join(whole_lines)  # a start a JSON object shares is no byte of a line alone
+    hidden = {start for start in hidden if start not in told}
+    assert hidden  # the demo's poison: arrays, binary, NUL bytes, ...
+    pages = [batches_page(the_lake, registry)]
+    for name in registry:
+        for entry in batch_entries(the_lake, name):
+            summary = read_json(the_lake.summary(name, entry["batch_id"]))
+            for rule, count in (summary.get("reasons") or {}).items():
+                for number in range(1, -(-count // SAMPLES_PER_PAGE) + 1):
+                    try:
+                        pages.append(batch_page(the_lake, registry, name, entry["batch_id"], reason=rule,
+                                                page=number))
+                    except Exception as err:  # noqa: BLE001 - fewer rows than counted: a later page is gone
+                        assert "has " in str(err) and " page" in str(err), err
+    from html import unescape
+
+    shown = unescape("\n".join(pages))
+    assert len(pages) > 20
+    leaked = sorted(start for start in hidden if start in shown)
+    assert not leaked, leaked[:5]

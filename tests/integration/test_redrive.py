@@ -120,7 +120,9 @@ def test_a_batch_with_redriven_rows_is_not_rerun(spark, lake):
     from foodtaster.engine.run import BatchWasRedriven
 
     raw = lake.raw("orders", DAY1, "b1")
-    with pytest.raises(BatchWasRedriven, match="would publish them twice"):
+    with pytest.raises(BatchWasRedriven, match=(
+            f"would publish them twice.*trigger the DAG foodtaster_orders_redrive with date_from {DAY1} .*"
+            f"`foodtaster redrive --dataset orders --from {DAY1} --to {DAY1} --batch b1 --dry-run`")):
         run_batch(spark, BatchRun(config=get_dataset("orders"), input_path=raw, lake=lake, batch_id="b1",
                                   batch_date=DAY1, gate=False))
     check_accounts(lake, "orders")

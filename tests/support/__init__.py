@@ -7,7 +7,7 @@
     servers      loopback SMTP and webhook sinks
     jetstream    the real NATS JetStream: a stream a test, publishing, the consumer's state
     e2e          a real Airflow running the real DAG and Spark job over sample batches
-    webdriver    a small W3C WebDriver client for headless chromium
+    browser      Debian's chromium driven by Playwright, for the page tests
     chains       scenarios run as a chain, the later ones not run once one fails
     contracts    contracts the tests point a dataset at, apart from pipeline.yaml's
 """

@@ -494,3 +494,41 @@ def test_a_batch_id_the_land_task_cannot_reprocess_is_refused_at_once(tmp_path, 
         built.task_dict["land"].python_callable(**context)
     assert notes and notes[0].startswith("REFUSED: batch 20261121") and why in notes[0]
     assert (tmp_path / "lake/_state/alerts/orders/20261121-refused.html").exists()
+
+
+def test_what_dags_test_printed_is_cut_into_each_tasks_attempts():
+    """`LocalAirflow.keep_task_logs` files each task's lines where the UI reads them: a task's
+    lines run from its start to its end, a retried task's attempts apart, the run's own lines
+    (before, between and after the tasks) in none."""
+    from foodtaster_dev.localenv import task_sections
+
+    printed = "".join(f"2026-11-28T06:50:0{n}Z [info] {line}\n" for n, line in enumerate([
+        "Created dag run", "[DAG TEST] starting task_id=land map_index=-1", "landed 3 files",
+        "[DAG TEST] end task task_id=land map_index=-1", "No tasks to run",
+        "[DAG TEST] starting task_id=validate map_index=-1", "spark-submit exited 1",
+        "[DAG TEST] starting task_id=validate map_index=-1", "batch 20261120: published",
+        "[DAG TEST] end task task_id=validate map_index=-1", "[DAG TEST] starting task_id=each map_index=2",
+        "mapped"]))
+    sections = task_sections(printed)
+    assert list(sections) == [("land", -1), ("validate", -1), ("each", 2)]
+    (land,) = sections[("land", -1)]
+    assert land.count("\n") == 3 and "landed 3 files" in land and "Created dag run" not in land
+    first, second = sections[("validate", -1)]
+    assert "spark-submit exited 1" in first and "published" not in first and "No tasks" not in first
+    assert "batch 20261120: published" in second
+    assert second.endswith("end task task_id=validate map_index=-1\n")
+    assert sections[("each", 2)][0].endswith("mapped\n")
+
+
+def test_no_spark_submit_on_path_fails_at_once_saying_what_to_do(monkeypatch, tmp_path):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    monkeypatch.delenv("AIRFLOW_CONN_SPARK_DEFAULT", raising=False)
+    operator = ValidateBatchOperator(task_id="validate", application="job.py", dataset="orders",
+                                     env_vars={"PATH": str(tmp_path)})
+    with pytest.raises(AirflowFailException, match=f"spark-submit is not on PATH \\({tmp_path}\\): "
+                                                   "install pyspark into the environment"):
+        operator.check_spark_binary(operator.spark_hook())
+    (tmp_path / "spark-submit").write_text("#!/bin/sh\n")
+    (tmp_path / "spark-submit").chmod(0o755)
+    operator.check_spark_binary(operator.spark_hook())  # there: no failure

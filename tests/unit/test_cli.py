@@ -152,3 +152,13 @@ def test_the_installed_console_script_runs_the_cli(lake):
     done = subprocess.run([script, "batches", "--dataset", "orders"], capture_output=True, text=True,
                           env=env, timeout=60)
     assert done.returncode == 0 and "20261121" in done.stdout, done.stderr
+
+
+def test_quarantine_show_prints_all_with_raw_else_says_where_it_cuts():
+    from foodtaster.ops.cli import RAW_CHARS, raw_shown
+
+    long = "x" * (RAW_CHARS + 50)
+    assert raw_shown(long, whole=True) == long and raw_shown("short", whole=False) == "short"
+    assert raw_shown(long, whole=False) == (
+        "x" * RAW_CHARS + f"… (cut at character {RAW_CHARS} of {RAW_CHARS + 50}: --raw or --json shows "
+        "all of it)")

@@ -209,6 +209,30 @@ def test_without_show_raw_the_drill_down_shows_the_masked_view_and_no_byte_of_a_
     assert "<b>raw bytes: your role may read them</b>" in raw and "<pre class=masked>" not in raw
 
 
+def test_a_viewer_reads_no_byte_of_a_line_in_a_reasons_value_either(lake):
+    """orders marks nothing personal, so the job keeps a parse reason's value (the line's start)
+    as it was: the masked view shows its length and keyed hash, a raw reader the characters."""
+    record_batch(lake, "orders", {**entry("2026-11-07", 10, 1, "published")})
+    line = b'{"order_id": "secret-start-of-the-line", "amount": 1'
+    commit_rows(lake, "orders", QUARANTINE, "2026-11-07", "20261107", pa.table({
+        "_raw": pa.array([line], pa.binary()),
+        "reasons": pa.array([[
+            {"layer": "parse", "rule": "json.invalid", "column": None, "message": "not strict JSON",
+             "value": line.decode()[:30]},
+            {"layer": "bytes", "rule": "line.nul_byte", "column": None, "message": "a NUL byte",
+             "value": "‹not shown: 30 chars of the line, #0123456789ab›"}]], pa.list_(REASON)),
+        "_batch_id": ["20261107"], "_line_number": pa.array([1], pa.int64()),
+        "_source_file": [f"{lake.raw('orders', '2026-11-07', '20261107')}/part-0.jsonl"],
+        "_ingested_at": ["2026-11-07T00:00:00Z"]}))
+    write_json(lake.summary("orders", "20261107"), {"batch_id": "20261107", "batch_date": "2026-11-07",
+                                                    "reasons": {"json.invalid": 1, "line.nul_byte": 1}})
+    masked = pages.batch_page(lake, DATASETS, "orders", "20261107", reason="json.invalid")
+    assert "secret" not in masked and "order_id" not in masked
+    assert masked.count("value ‹not shown: 30 chars of the line, #") == 2  # the job's mask kept as it is
+    raw = pages.batch_page(lake, DATASETS, "orders", "20261107", reason="json.invalid", show_raw=True)
+    assert "value {&quot;order_id&quot;: &quot;secret-start-of" in raw
+
+
 def test_the_drill_down_links_the_airflow_run_the_data_docs_and_the_alert(drilled):
     html = pages.batch_page(drilled, DATASETS, "orders", "20261106")
     assert ('<a class=run target=_top href="../../../../dags/foodtaster_orders/runs/'

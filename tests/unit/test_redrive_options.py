@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from foodtaster.errors import UsageError
-from foodtaster.ops.redrive import add_arguments, describe
+from foodtaster.ops.redrive import add_arguments, describe, selection_words
 from foodtaster_airflow.redrive_steps import plan_redrive, triggering_user
 from foodtaster_airflow.spark_submit import redrive_arguments
 
@@ -81,3 +81,10 @@ def test_the_report_reads_by_rule_and_batch():
                      "by_batch": {"20261121": {"batch_date": "2026-11-21", **counts}}})
     assert text.startswith("DRY RUN, nothing moved") and "2 would be published" in text
     assert "currency.isin" in text and "batch 20261121 (2026-11-21): 2 published, 1 duplicate" in text
+    assert "redrive r1 of orders 2026-11-21: 2 would be" in text  # one day once, no None
+
+
+def test_a_selection_says_only_the_narrowings_it_has():
+    words = selection_words({"date_from": "2026-11-20", "date_to": "2026-11-21", "rule": None,
+                             "batch_id": "20261121", "message_id": None})
+    assert words == "2026-11-20..2026-11-21, batch 20261121"

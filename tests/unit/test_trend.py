@@ -157,6 +157,9 @@ def test_the_trend_command_prints_the_rate_and_writes_the_chart(lake, tmp_path, 
     assert out.read_bytes().startswith(PNG)
     assert main(["trend", "orders", "--since", "2026-13-01"]) == 2
     assert "not a calendar day" in capsys.readouterr().err
+    monkeypatch.setenv("FOODTASTER_LAKE", str(tmp_path / "elsewhere"))  # --lake wins, as drift's
+    assert main(["trend", "orders", "--lake", lake.root, "--json"]) == 0
+    assert '"batch_date": "2026-11-05"' in capsys.readouterr().out
 
 
 def test_a_limit_keeps_the_latest_batches_and_counts_their_producers_only(lake):
