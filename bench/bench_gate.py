@@ -57,7 +57,7 @@ def write_suite(folder: Path, name: str, expectations: list[dict[str, Any]], met
 
 
 def gate_run(spark: Any, staged: list[str], suite: Path, docs: Path, batch_id: str) -> dict[str, Any]:
-    from foodtaster.engine.gate import run_gate
+    from foodtaster.engine.gate.gate import run_gate
 
     result = run_gate(spark.read.parquet(*staged), suite, "orders", batch_id, bv.BATCH_DATE,
                       data_docs_uri=str(docs))
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bench(args: argparse.Namespace, workdir: Path) -> int:
-    from foodtaster.engine.gate import load_suite
+    from foodtaster.engine.gate.gate import load_suite
     from foodtaster.registry import get_dataset
 
     n = args.messages
@@ -119,7 +119,7 @@ def _bench(args: argparse.Namespace, workdir: Path) -> int:
     # one untimed floor on a small input and one untimed gate on a slice of the rows.
     warmup = bv.generate(workdir / "warmup", 10_000, args.seed, args.poison_rate)
     bv.run_floor(spark, str(workdir / "warmup"), out / "warmup-floor")
-    from foodtaster.engine.gate import run_gate
+    from foodtaster.engine.gate.gate import run_gate
 
     run_gate(spark.read.parquet(*staged).limit(10_000), get_dataset("orders").suite_path(), "orders",
              "bench-warmup", bv.BATCH_DATE, data_docs_uri=str(out / "warmup-docs"))

@@ -79,8 +79,8 @@ def _compare(input_dir: str, out: str, rounds: int) -> int:
 def _judge(kind: str, input_dir: str, out: str) -> int:
     from foodtaster.contract import read_contract
     from foodtaster.contract.json_schema import read_json_schema
-    from foodtaster.engine.ingest import read_lines
-    from foodtaster.engine.judging import VALID, decide_outcomes, flag_lines, with_outcome
+    from foodtaster.engine.batch.ingest import read_lines
+    from foodtaster.engine.judging.judging import VALID, decide_outcomes, flag_lines, with_outcome
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_validate import build_spark  # the driver's heap set as every bench sets it
 

@@ -42,11 +42,13 @@ def steps(spark, input_path: str, out: Path, held: ExitStack,
     from pyspark.sql import functions as F
 
     from foodtaster.contract.path import Path as FieldPath
-    from foodtaster.engine import batch_counts, drift, group_hold, ingest, layers, parser_spec
-    from foodtaster.engine.duplicates import key_hash
-    from foodtaster.engine.judging import flag_lines, valid_rows
+    from foodtaster.engine.batch import batch_counts, ingest
+    from foodtaster.engine.judging import drift, layers, parser_spec
+    from foodtaster.engine.judging.duplicates import key_hash
+    from foodtaster.engine.judging.judging import flag_lines, valid_rows
+    from foodtaster.engine.judging.suspects import SUSPECT, bytes_of_failed_only, mark_suspects
     from foodtaster.engine.spark import keep
-    from foodtaster.engine.suspects import SUSPECT, bytes_of_failed_only, mark_suspects
+    from foodtaster.engine.split import group_hold
     from foodtaster.registry import get_dataset
 
     config = get_dataset("orders")
@@ -95,7 +97,7 @@ def steps(spark, input_path: str, out: Path, held: ExitStack,
             keep(bytes_of_failed_only(flagged(with_drift)), freed)
 
     def job(recorded: bool) -> None:  # the whole job, no gate; its own lake each time
-        from foodtaster.engine.job import BatchRun
+        from foodtaster.engine.batch.job import BatchRun
         from foodtaster.engine.run import run_batch
         from foodtaster.state.lake import Lake
 

@@ -19,8 +19,8 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 
 from foodtaster.contract import read_contract
 from foodtaster.contract.path import Path
-from foodtaster.engine import layers
-from foodtaster.engine.python_checks import python_check_verdicts, with_python_checks
+from foodtaster.engine.judging import layers
+from foodtaster.engine.judging.python_checks import python_check_verdicts, with_python_checks
 from foodtaster.engine.spark import build_session
 from foodtaster_dev.contracts.checked import OrdersChecked
 

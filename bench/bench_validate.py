@@ -225,7 +225,7 @@ def nested_schema(spark: Any, input_path: str) -> Any:
     """
     from pyspark.sql.types import StructType
 
-    from foodtaster.engine.row_checks import message_keys
+    from foodtaster.engine.judging.row_checks import message_keys
 
     contract, flagged = checked_lines(spark, input_path, NESTED)
     return StructType([flagged.schema[key] for key in message_keys(contract)])
@@ -273,7 +273,8 @@ def run_bound(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
 
 def run_parse(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
     """The strict line parser alone: each line's reasons and each field's value and status, written."""
-    from foodtaster.engine import ingest, layers, parser_spec
+    from foodtaster.engine.batch import ingest
+    from foodtaster.engine.judging import layers, parser_spec
     from foodtaster.registry import get_dataset
 
     config = get_dataset("orders")
@@ -287,8 +288,8 @@ def run_parse(spark: Any, input_path: str, out: Path) -> dict[str, Any]:
 def checked_lines(spark: Any, input_path: str, dataset: str = "orders") -> tuple[Any, Any]:
     """The dataset's contract and `flag_lines` on every line of `input_path`: the checking pass
     `checks` writes and `keyed` judges (orders), whose plan gives the nested floor its schema."""
-    from foodtaster.engine import ingest
-    from foodtaster.engine.judging import flag_lines
+    from foodtaster.engine.batch import ingest
+    from foodtaster.engine.judging.judging import flag_lines
     from foodtaster.registry import get_dataset
 
     config = get_dataset(dataset)
@@ -324,8 +325,8 @@ def run_keyed(spark: Any, input_path: str, out: Path, dataset: str = "orders", *
     from pyspark.sql import functions as F
 
     from foodtaster.contract.path import Path as FieldPath
-    from foodtaster.engine import layers, row_checks
-    from foodtaster.engine.judging import unique_key
+    from foodtaster.engine.judging import layers, row_checks
+    from foodtaster.engine.judging.judging import unique_key
 
     contract, flagged = checked_lines(spark, input_path, dataset)
     key = str(unique_key(contract))  # a Path: Spark takes its name
@@ -369,7 +370,7 @@ def gate_bound(spark: Any, out: Path, dataset: str) -> dict[str, Any]:
     """The dataset's gate on the valid rows a bound wrote under `out`, as the job runs it on its
     own; it must pass: a gate that failed on a column the bound writes otherwise than the job
     would time less than the job's."""
-    from foodtaster.engine.gate import run_gate
+    from foodtaster.engine.gate.gate import run_gate
     from foodtaster.registry import get_dataset
 
     config = get_dataset(dataset)
@@ -393,8 +394,9 @@ def run_keyed_full(spark: Any, input_path: str, out: Path, dataset: str = "order
     from pyspark.sql import functions as F
 
     from foodtaster.contract.path import Path as FieldPath
-    from foodtaster.engine import ingest, layers, row_checks
-    from foodtaster.engine.judging import explain, unique_key
+    from foodtaster.engine.batch import ingest
+    from foodtaster.engine.judging import layers, row_checks
+    from foodtaster.engine.judging.judging import explain, unique_key
     from foodtaster.registry import get_dataset
 
     config = get_dataset(dataset)
@@ -434,7 +436,7 @@ def keyed_outcomes(spark: Any, out: Path, expected: dict[str, int]) -> dict[str,
 
 def run_gate_only(spark: Any, lake_root: Path) -> dict[str, Any]:
     """The GX gate alone over the valid rows `run_full(gate=False)` staged under `lake_root`."""
-    from foodtaster.engine.gate import run_gate
+    from foodtaster.engine.gate.gate import run_gate
     from foodtaster.registry import get_dataset
     from foodtaster.state.lake import Lake
 
@@ -616,7 +618,7 @@ def run_only(args: argparse.Namespace, workdir: Path) -> int:
 
 def run_full(spark: Any, input_path: str, out: Path, *, gate: bool, messages: int,
              dataset: str = "orders") -> dict[str, Any]:
-    from foodtaster.engine.job import BatchRun
+    from foodtaster.engine.batch.job import BatchRun
     from foodtaster.engine.run import run_batch
     from foodtaster.registry import get_dataset
     from foodtaster.state.lake import Lake

@@ -1,7 +1,7 @@
 """Checks a contract may use beyond pandera's built-ins, registered with pandera.
 
 Each is written once here for pandera's pandas backend, which is the reference
-for what the rule means; `foodtaster.engine.rules` evaluates the same rule per row on
+for what the rule means; `foodtaster.engine.judging.rules` evaluates the same rule per row on
 Spark, and the differential test holds the two to the same verdict.
 """
 

@@ -8,7 +8,7 @@ A contract declares a reference in the field's pandera metadata:
         "retry": {"max_attempts": 4, "backoff_s": 43200, "backoff_factor": 2},
     })
 
-The engine checks references on Spark (foodtaster.engine.reference_checks); the DAG's retry task
+The engine checks references on Spark (foodtaster.engine.judging.reference_checks); the DAG's retry task
 reads the policies here to decide whether a pass has anything to do before Spark starts
 (foodtaster.state.retries), so this module imports neither pyspark nor the engine.
 """

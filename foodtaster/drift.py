@@ -1,7 +1,7 @@
 """Drift: what producers change in their messages, recorded from every batch.
 
 A batch's drift (`BatchDrift`) is counted by the job in the pass it already makes
-(`foodtaster.engine.drift`): every unknown path in pattern form (`data.lines[].discount`) with
+(`foodtaster.engine.judging.drift`): every unknown path in pattern form (`data.lines[].discount`) with
 the messages that carried it, by producer; the messages of each producer; and how many messages
 carried each optional field of the contract. It is kept in the lake as an append-only log, one
 event a batch (`foodtaster.state.drift`); a rerun of a batch replaces its event in the fold, so

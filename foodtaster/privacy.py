@@ -16,7 +16,7 @@ is not a JSON object shows none of its bytes: nothing in it can be told personal
 The key: `FOODTASTER_MASK_KEY`, or one made at random once and kept in the lake
 (`_state/mask_key/`: all state lives in the lake, workers are stateless), never printed.
 The quarantine's `_raw` keeps the exact bytes; only what a person reads is masked
-(docs/decisions/023-personal-data-masked-at-the-source.md). No Spark here (`engine/masking.py`
+(docs/decisions/023-personal-data-masked-at-the-source.md). No Spark here (`engine/judging/masking.py`
 is the same mask as Spark columns).
 """
 
@@ -185,7 +185,7 @@ class Masker:
 
     def line_start(self, text: str) -> str:
         """The start of a line nothing can be told of (a bytes or parse reason's value, one of
-        LINE_LAYERS): its length and keyed hash, no character (`engine.masking.opaque_column`)."""
+        LINE_LAYERS): its length and keyed hash, no character (`engine.judging.masking.opaque_column`)."""
         return f"{NOT_SHOWN}{len(text)} chars of the line, #{self.digest(text)}›"
 
     def opaque(self, data: bytes, why: str) -> str:

@@ -252,13 +252,13 @@ class DatasetConfig:
     disable_after: int = 5
     max_crash_isolations: int = 10  # messages a run may isolate as crashing before it fails
     # What a Python check may spend on one message before it is stopped and the message
-    # isolated as a crash (foodtaster.engine.guard): seconds, and memory beyond the worker's.
+    # isolated as a crash (foodtaster.engine.judging.guard): seconds, and memory beyond the worker's.
     python_check_timeout_s: float = DEFAULT_PYTHON_CHECK_TIMEOUT_S
     python_check_memory_mb: int = DEFAULT_PYTHON_CHECK_MEMORY_MB
     alerts: AlertChannels = field(default_factory=AlertChannels)
     source: SourceConfig = field(default_factory=InboxSource)  # where its batches come from
     # A conversation: messages with one `group_by` value, in `order_by` order. A quarantined
-    # message holds the later ones of its group (foodtaster.engine.group_hold).
+    # message holds the later ones of its group (foodtaster.engine.split.group_hold).
     group_by: str | None = None
     order_by: str | None = None
     # A JSON Schema contract's keywords not to judge (JSON pointers, said in the summary), and the
@@ -360,7 +360,7 @@ class DatasetConfig:
         """A contract module given by its file (`contract: ../teams/orders_contract.py:Orders`,
         relative to the registry), so a contract kept outside the project needs no PYTHONPATH.
         Loaded as `CONTRACT_FILE_MODULE.<dataset>`; the engine ships it to Spark's Python
-        workers by value (`foodtaster.engine.python_checks`)."""
+        workers by value (`foodtaster.engine.judging.python_checks`)."""
         path = Path(file)
         path = path if path.is_absolute() else Path(self.registry_dir or PROJECT_ROOT) / path
         name = f"{CONTRACT_FILE_MODULE}.{self.name}"

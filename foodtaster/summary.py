@@ -19,7 +19,7 @@ from foodtaster.registry import Tables
 
 @dataclass(frozen=True)
 class GateResult:
-    """The Great Expectations batch gate on the valid rows (`foodtaster.engine.gate`)."""
+    """The Great Expectations batch gate on the valid rows (`foodtaster.engine.gate.gate`)."""
 
     passed: bool
     suite: str | None = None

@@ -125,7 +125,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from foodtaster.engine.job import BatchRun
+    from foodtaster.engine.batch.job import BatchRun
     from foodtaster.engine.run import run_batch
     from foodtaster.engine.spark import build_session
     from foodtaster.lake_paths import lake_root

@@ -5,7 +5,7 @@ The message model is `contracts/order_events.py`. A reason is (rule, column): th
 is the path of the field (with the element's 0-based index inside arrays,
 `data.lines[2].qty`), the rule the path pattern (`data.lines[].qty`) followed by what
 failed: `required`, `not_nullable`, `type(<json type>)`, `out_of_range` or the check's
-id as `foodtaster.engine.rules.rule_id` gives it. The bytes and parse layers name no
+id as `foodtaster.engine.judging.rules.rule_id` gives it. The bytes and parse layers name no
 column. Planning, placement, outcomes and the batch's shape are the flat generator's
 (`foodtaster_dev.sample`); only the messages differ.
 """

@@ -4,7 +4,7 @@
         [--rule R] [--batch B] [--message-id M] [--dry-run] [--redrive-id ID] [--why ...] [--lake ROOT]
 
 Also runs as `python spark_jobs/redrive.py ...` on local Spark, and as `foodtaster redrive`.
-The work is foodtaster.engine.redrive; the options are foodtaster.ops.redrive's.
+The work is foodtaster.engine.second_chances.redrive; the options are foodtaster.ops.redrive's.
 """
 
 from __future__ import annotations

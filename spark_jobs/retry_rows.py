@@ -1,4 +1,4 @@
-"""spark-submit entrypoint: the retry pass of a dataset (foodtaster.engine.retry).
+"""spark-submit entrypoint: the retry pass of a dataset (foodtaster.engine.second_chances.retry).
 
     spark-submit spark_jobs/retry_rows.py --dataset orders --lake ROOT [--run-id ID]
 
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     if not config.group_by and not any(ref.retry for ref in read_references(config.load_contract())):
         print(json.dumps({"dataset": config.name, "nothing_to_retry": True}))
         return 0
-    from foodtaster.engine.retry import run_retries
+    from foodtaster.engine.second_chances.retry import run_retries
     from foodtaster.engine.spark import build_session
 
     spark = build_session(f"foodtaster-{args.dataset}-retry", master=args.master)

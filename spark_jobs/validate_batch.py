@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the engine, when run from a checkout
 
-from foodtaster.engine.job import BatchRun  # noqa: E402
+from foodtaster.engine.batch.job import BatchRun  # noqa: E402
 from foodtaster.engine.run import claimed, judge_isolating_crashes, publish_if_passed  # noqa: E402
 from foodtaster.engine.spark import build_session  # noqa: E402
 from foodtaster.errors import REFUSED_EXIT_CODE, REFUSED_PREFIX, FoodtasterError, refusal  # noqa: E402

@@ -3,7 +3,7 @@
 - `path`: `Path`, a value's place in a message, one printed form everywhere.
 - `model`: the contract model (fields by path, types, checks, keys, strictness per scope).
 - `pandera_reader`: the pandera front-end. Back-ends judge by the model: the Spark rules
-  (`foodtaster.engine.rules`, `row_checks`) and the pandas oracle (`foodtaster_dev.oracle`).
+  (`foodtaster.engine.judging.rules`, `row_checks`) and the pandas oracle (`foodtaster_dev.oracle`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The schema is judged as the spec says by a compiled validator (`jsonschema_rs`, the draft its
 `$schema` names: draft-04, -06, -07, 2019-09 or 2020-12; 2020-12 when it names none), one
-message at a time, in the Spark job (`foodtaster.engine.schema_judge`); the contract's
+message at a time, in the Spark job (`foodtaster.engine.judging.schema_judge`); the contract's
 `fields` are the schema's *typed view*, what valid/ holds (docs/judging.md, "JSON Schema
 contracts"):
 

@@ -1,7 +1,7 @@
 """The contract model: what a dataset's messages must be, apart from any engine that judges it.
 
 Front-ends read into it (`pandera_reader`: a pandera model; `json_schema`: a producer's JSON
-Schema); back-ends judge by it (`foodtaster.engine.rules` and `row_checks` on Spark, with the
+Schema); back-ends judge by it (`foodtaster.engine.judging.rules` and `row_checks` on Spark, with the
 strict parser's spec; `foodtaster_dev.oracle` in pandas). This module imports neither Spark
 nor pandera, as pandera's `api/` imports no backend: a check here is only its name and its
 arguments, what it means is each back-end's.
@@ -59,7 +59,7 @@ ARRAY = JsonType("array")
 
 
 # The checks the model knows, by name, with the arguments each takes; a back-end gives each its
-# meaning (Spark: `foodtaster.engine.rules.COLUMN_CHECKS`; pandas: pandera's own check).
+# meaning (Spark: `foodtaster.engine.judging.rules.COLUMN_CHECKS`; pandas: pandera's own check).
 COMPARISON_WORDS = {
     "greater_than": ">", "greater_than_or_equal_to": ">=", "less_than": "<",
     "less_than_or_equal_to": "<=", "equal_to": "==", "not_equal_to": "!=",

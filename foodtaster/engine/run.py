@@ -21,8 +21,8 @@ from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
-from foodtaster.engine import crash, job
-from foodtaster.engine.job import BatchRun
+from foodtaster.engine.batch import crash, job
+from foodtaster.engine.batch.job import BatchRun
 from foodtaster.errors import UsageError
 from foodtaster.logs import batch_logger
 from foodtaster.sources import land_hand_run
@@ -77,7 +77,7 @@ def publish_if_passed(run: BatchRun, summary: BatchSummary) -> BatchSummary:
 
 
 def check_not_redriven(lake: Lake, dataset: str, batch_id: str, batch_date: str) -> None:
-    """Refuse to rerun a batch whose rows were redriven (foodtaster.engine.redrive): judged
+    """Refuse to rerun a batch whose rows were redriven (foodtaster.engine.second_chances.redrive): judged
     again, they would land in the batch's own valid partition too. The refusal names the redrive
     DAG (`foodtaster_airflow.factory.redrive_dag_id_for`) and the whole command to run instead."""
     from foodtaster.state.dispositions import DUPLICATE as FOUND_DUPLICATE

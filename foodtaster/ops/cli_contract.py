@@ -149,9 +149,9 @@ def contract_check(args: argparse.Namespace) -> int:
         raise UsageError("--limit is a number of lines, at least 1")
     from pyspark.sql import functions as F
 
-    from foodtaster.engine.ingest import read_lines
-    from foodtaster.engine.judging import validate_lines
-    from foodtaster.engine.masking import mask_reasons
+    from foodtaster.engine.batch.ingest import read_lines
+    from foodtaster.engine.judging.judging import validate_lines
+    from foodtaster.engine.judging.masking import mask_reasons
     from foodtaster.engine.spark import build_session
     from foodtaster.privacy import Masker
 

@@ -8,7 +8,7 @@ No raw byte of a message reaches a page without `show_raw`, in no element or att
 reasons are shown as the job wrote them (masked at the source where personal), but for the
 value of a line's bytes or parse reason: the start of a line nothing can be told of, which the
 job masks only in a dataset that marks something personal. Without `show_raw` the page masks
-it in every dataset, as the job would (`foodtaster.engine.masking.opaque_column`).
+it in every dataset, as the job would (`foodtaster.engine.judging.masking.opaque_column`).
 """
 
 from __future__ import annotations

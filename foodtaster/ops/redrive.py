@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Judge again and (unless a dry run) publish; print what moved, by rule."""
-    from foodtaster.engine.redrive import RedriveRun, Selection, run_redrive
+    from foodtaster.engine.second_chances.redrive import RedriveRun, Selection, run_redrive
     from foodtaster.engine.spark import build_session
     from foodtaster.lake_paths import lake_root
     from foodtaster.registry import get_dataset

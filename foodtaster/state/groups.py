@@ -2,7 +2,7 @@
 
 A dataset that declares `group_by` (and `order_by`) in pipeline.yaml holds a group when a
 message of it is quarantined: the later messages of that group are quarantined too, in
-this batch and in later ones, until the group is released (foodtaster.engine.group_hold).
+this batch and in later ones, until the group is released (foodtaster.engine.split.group_hold).
 The state is an event log (`_state/groups/<dataset>/`, foodtaster.state.events):
 
 - `poisoned`: the quarantined messages of a batch that hold their group (their lineage

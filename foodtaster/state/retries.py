@@ -2,7 +2,7 @@
 
 The dispositions log (foodtaster.state.dispositions) is the one record of a retryable row:
 the job writes it `retrying` with `attempts` 0 and the first attempt's time (`next_at`);
-each retry pass (foodtaster.engine.retry) writes `retrying` with one more attempt and the
+each retry pass (foodtaster.engine.second_chances.retry) writes `retrying` with one more attempt and the
 next time, or `exhausted`, or `redriven` with where it was published. This module folds
 that into the retry pass's view: nothing else keeps a counter, so two records cannot
 disagree. Two passes that raced count the attempt they both made once (the latest event

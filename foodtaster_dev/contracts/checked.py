@@ -3,9 +3,9 @@
 `OrdersChecked` adds a vectorised check a contract might really use (an amount in whole
 cents); the differential test holds Spark to pandera on it. `OrdersCrashing` adds one that
 raises on a value it was never written for (`items` 13), as a buggy check does: the engine
-takes that for a data crash and isolates the message (foodtaster.engine.crash).
+takes that for a data crash and isolates the message (foodtaster.engine.batch.crash).
 `OrdersKilling`'s check ends its own process instead, each way on one `items` value
-(`KILLERS`): the guard (foodtaster.engine.guard) turns each end into a crash. Tests and
+(`KILLERS`): the guard (foodtaster.engine.judging.guard) turns each end into a crash. Tests and
 `make demo-engine` use them; no dataset in pipeline.yaml does.
 """
 

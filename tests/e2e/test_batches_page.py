@@ -457,7 +457,7 @@ def test_the_validate_log_shows_the_jobs_lines_first_and_readable(standalone, he
     events = [e.get("event", "") if isinstance(e, dict) else str(e)
               for e in api.request("GET", f"{path}/logs/1", params={"full_content": True})["content"]]
     submitted = next(i for i, e in enumerate(events) if e.startswith("Spark-Submit cmd"))
-    job = [i for i, e in enumerate(events) if e.endswith("(foodtaster.engine.job)")]
+    job = [i for i, e in enumerate(events) if e.endswith("(foodtaster.engine.batch.job)")]
     group = next(i for i, e in enumerate(events) if e.startswith("::group::Spark and the JVM: "))
     assert submitted < job[0] < group, events[submitted:group + 2]
     started = events[job[0]]

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from foodtaster.engine.job import BatchRun
+from foodtaster.engine.batch.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch

@@ -363,7 +363,7 @@ def a_poisoned_conversation_is_released_by_a_purge_and_a_redrive_after_a_fix(
     assert not set(held) & {row["message_id"] for row in _valid_rows(lake, CHANCES)}
     quarantined = {row["message_id"]: [reason["rule"] for reason in row["reasons"]] for row in DatasetTables(
         the_lake, CHANCES).read(QUARANTINE, columns=["message_id", "reasons"]).to_pylist()}
-    assert all(quarantined[m] == ["group.poisoned"] for m in held)  # foodtaster.engine.group_hold.RULE
+    assert all(quarantined[m] == ["group.poisoned"] for m in held)  # foodtaster.engine.split.group_hold.RULE
 
     purged = poison[0]
     batch = purged.day.replace("-", "")

@@ -11,11 +11,11 @@ from contracts.orders import Orders
 from foodtaster.contract import read_contract
 from foodtaster.contract.model import Key
 from foodtaster.contract.path import Path
-from foodtaster.engine import batch_counts as counts_of
-from foodtaster.engine import ingest
-from foodtaster.engine.duplicates import KEY_HASH, KEYS_PER_TASK, repeated_hashes
-from foodtaster.engine.group_hold import GROUP_HASH, group_hash
-from foodtaster.engine.judging import flag_lines
+from foodtaster.engine.batch import batch_counts as counts_of
+from foodtaster.engine.batch import ingest
+from foodtaster.engine.judging.duplicates import KEY_HASH, KEYS_PER_TASK, repeated_hashes
+from foodtaster.engine.judging.judging import flag_lines
+from foodtaster.engine.split.group_hold import GROUP_HASH, group_hash
 
 MESSAGE_ID = Key((Path.of("message_id"),))
 

@@ -17,9 +17,15 @@ from support.frames import lines_frame
 from foodtaster.contract import read_contract
 from foodtaster.contract.documents import read_document
 from foodtaster.contract.json_schema import read_json_schema
-from foodtaster.engine.judging import decide_outcomes, flag_lines, unique_key, validate_lines, with_reasons
-from foodtaster.engine.listed import poison_frame
-from foodtaster.engine.redrive import mark_published
+from foodtaster.engine.judging.judging import (
+    decide_outcomes,
+    flag_lines,
+    unique_key,
+    validate_lines,
+    with_reasons,
+)
+from foodtaster.engine.judging.listed import poison_frame
+from foodtaster.engine.second_chances.redrive import mark_published
 from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state.poison import Entry
 

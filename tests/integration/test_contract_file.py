@@ -8,7 +8,7 @@ import textwrap
 
 from support.frames import lines_frame
 
-from foodtaster.engine.judging import validate_lines
+from foodtaster.engine.judging.judging import validate_lines
 from foodtaster.registry import CONTRACT_FILE_MODULE, load_registry
 
 CONTRACT = '''

@@ -7,7 +7,7 @@ import json
 import pytest
 from pyspark.errors.exceptions.captured import PythonException
 
-from foodtaster.engine.crash import DataCrash, NotIsolated, data_crash, isolate
+from foodtaster.engine.batch.crash import DataCrash, NotIsolated, data_crash, isolate
 from foodtaster.privacy import Masker
 
 
@@ -111,7 +111,7 @@ def test_isolation_stops_at_its_bound_and_refuses_a_crash_no_one_line_makes(spar
 
 def guard_ending(error: str, why: str) -> PythonException:
     """What a task failed by the guard brings back (issue 39): the ending's class and words."""
-    return worker_failure(f"foodtaster.engine.guard.{error}: {why}")
+    return worker_failure(f"foodtaster.engine.judging.guard.{error}: {why}")
 
 
 @pytest.mark.parametrize("error, why", [

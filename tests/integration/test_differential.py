@@ -22,7 +22,7 @@ from support.frames import lines_frame
 from contracts.orders import Orders
 from foodtaster.contract import read_contract
 from foodtaster.contract.model import FieldRule
-from foodtaster.engine.judging import validate_lines
+from foodtaster.engine.judging.judging import validate_lines
 from foodtaster_dev.contracts.checked import OrdersChecked
 from foodtaster_dev.oracle import decode, failed_rules
 

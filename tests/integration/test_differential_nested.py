@@ -37,9 +37,9 @@ from contracts.order_events import OrderEvents
 from foodtaster.contract import read_contract
 from foodtaster.contract.model import Contract, FieldRule, Scope
 from foodtaster.contract.path import Path
-from foodtaster.engine.judging import validate_lines
-from foodtaster.engine.layers import UNKNOWN
-from foodtaster.engine.row_checks import message_keys
+from foodtaster.engine.judging.judging import validate_lines
+from foodtaster.engine.judging.layers import UNKNOWN
+from foodtaster.engine.judging.row_checks import message_keys
 from foodtaster_dev.contracts.nested import Shipments
 from foodtaster_dev.oracle import decode, failed_reasons
 

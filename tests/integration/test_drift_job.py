@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from foodtaster.engine.job import BatchRun
+from foodtaster.engine.batch.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.drift import DriftLog

@@ -8,9 +8,9 @@ from contracts.orders import Orders
 from foodtaster.contract import read_contract
 from foodtaster.contract.model import Key
 from foodtaster.contract.path import Path
-from foodtaster.engine.duplicates import key_hash, mark_duplicates, repeated_hashes
-from foodtaster.engine.judging import decide_outcomes, flag_lines, with_reasons
-from foodtaster.engine.suspects import cleared, suspects
+from foodtaster.engine.judging.duplicates import key_hash, mark_duplicates, repeated_hashes
+from foodtaster.engine.judging.judging import decide_outcomes, flag_lines, with_reasons
+from foodtaster.engine.judging.suspects import cleared, suspects
 
 MESSAGE_ID = Key((Path.of("message_id"),))
 

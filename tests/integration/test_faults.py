@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from support.frames import batch_frame
 
-from foodtaster.engine.accounting import CountsDoNotAddUp
-from foodtaster.engine.job import BatchRun
+from foodtaster.engine.batch.accounting import CountsDoNotAddUp
+from foodtaster.engine.batch.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch

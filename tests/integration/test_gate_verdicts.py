@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, StringType, StructField, StructType, TimestampType
 
-from foodtaster.engine.gate import BATCH_PAGE, load_suite, run_gate, suite_columns
+from foodtaster.engine.gate.gate import BATCH_PAGE, load_suite, run_gate, suite_columns
 from foodtaster.registry import get_dataset
 
 SCHEMA = StructType([

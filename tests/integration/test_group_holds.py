@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 from support.lake import poison
 
-from foodtaster.engine.group_hold import (
+from foodtaster.engine.split.group_hold import (
     GROUP_HASH,
     HELD,
     group_check,
@@ -53,7 +53,7 @@ def test_a_held_message_that_passed_every_field_rule_gives_its_hold_as_its_only_
 
     from contracts.orders import Orders
     from foodtaster.contract import read_contract
-    from foodtaster.engine.judging import decide_outcomes, flag_lines, with_reasons
+    from foodtaster.engine.judging.judging import decide_outcomes, flag_lines, with_reasons
 
     contract = read_contract(Orders)
     line = ('{"message_id": "%s", "order_id": "%s", "customer_id": "c", "amount": %s, "currency": "USD", '
@@ -74,7 +74,7 @@ def test_the_groups_watched_are_the_failed_rows_and_the_open_ones_each_once(spar
     """Counted as the job counts them (`batch_counts`), then joined with the open groups."""
     from pyspark.sql import functions as F
 
-    from foodtaster.engine.batch_counts import batch_counts, failed_group_hashes
+    from foodtaster.engine.batch.batch_counts import batch_counts, failed_group_hashes
 
     rows = _rows(spark, [
         ("a1", "o-1", None, True), ("a2", "o-1", None, True),  # one group failed twice
@@ -128,7 +128,7 @@ def test_the_earliest_poison_holds_whether_it_is_this_batchs_or_an_open_groups(s
 def test_a_conversation_on_a_field_the_contract_lacks_is_refused_by_name(spark, tmp_path):
     import dataclasses
 
-    from foodtaster.engine.second_chances import prepare
+    from foodtaster.engine.second_chances.second_chances import prepare
     from foodtaster.logs import batch_logger
 
     config = dataclasses.replace(load_registry()["orders"], group_by="basket_id")

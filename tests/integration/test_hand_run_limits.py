@@ -12,7 +12,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 from support.frames import batch_frame
 
-from foodtaster.engine.job import BatchRun
+from foodtaster.engine.batch.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake, new_run_id

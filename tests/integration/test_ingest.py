@@ -7,7 +7,8 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import IllegalArgumentException
 from pyspark.sql import functions as F
 
-from foodtaster.engine import ingest, layers
+from foodtaster.engine.batch import ingest
+from foodtaster.engine.judging import layers
 
 
 def _numbered(spark, path):

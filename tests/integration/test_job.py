@@ -18,9 +18,9 @@ from support.lake import batch_rows
 
 from contracts.orders import Orders
 from foodtaster.contract import read_contract
-from foodtaster.engine.accounting import quarantine_counts
-from foodtaster.engine.job import BatchRun
-from foodtaster.engine.reasons import LAYERS, REASONS
+from foodtaster.engine.batch.accounting import quarantine_counts
+from foodtaster.engine.batch.job import BatchRun
+from foodtaster.engine.judging.reasons import LAYERS, REASONS
 from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.lines import LINE_HEAD_BYTES

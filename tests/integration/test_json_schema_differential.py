@@ -28,7 +28,7 @@ from support.frames import lines_frame
 
 from foodtaster.contract.json_schema import read_json_schema
 from foodtaster.contract.path import Path
-from foodtaster.engine.judging import validate_lines
+from foodtaster.engine.judging.judging import validate_lines
 
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
 

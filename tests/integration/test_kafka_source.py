@@ -252,7 +252,7 @@ def test_the_job_judges_a_kafka_batch_and_the_dead_letter_topic_holds_each_poiso
     remembering."""
     import dataclasses
 
-    from foodtaster.engine.job import BatchRun
+    from foodtaster.engine.batch.job import BatchRun
     from foodtaster.engine.run import run_batch
     from foodtaster.registry import get_dataset
     from foodtaster.sources import dead_letters

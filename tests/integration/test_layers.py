@@ -9,7 +9,7 @@ from support.frames import lines_frame
 
 from foodtaster.contract import read_contract
 from foodtaster.contract.path import Path
-from foodtaster.engine import layers, parser_spec
+from foodtaster.engine.judging import layers, parser_spec
 
 GOOD = b'{"message_id": "m1", "amount": 5}'
 
@@ -125,7 +125,7 @@ def test_the_parser_runs_once_a_line_in_the_flag_pass(spark):
     would be parsed once a field. The optimized plan of the whole flag pass holds one call."""
     from contracts.orders import Orders
     from foodtaster.contract import read_contract
-    from foodtaster.engine.judging import flag_lines
+    from foodtaster.engine.judging.judging import flag_lines
 
     flagged = flag_lines(lines_frame(spark, [GOOD]), read_contract(Orders), 200)
     plan = flagged._jdf.queryExecution().optimizedPlan().toString()

@@ -6,7 +6,7 @@ import hashlib
 
 from pyspark.sql import functions as F
 
-from foodtaster.engine.listed import (
+from foodtaster.engine.judging.listed import (
     ENTRY,
     SOURCE,
     WHY,
@@ -15,7 +15,7 @@ from foodtaster.engine.listed import (
     poison_frame,
     unless_listed,
 )
-from foodtaster.engine.reasons import REASONS, check
+from foodtaster.engine.judging.reasons import REASONS, check
 from foodtaster.state.poison import Entry
 
 ROWS = "_raw binary, message_id string, _line_number long"

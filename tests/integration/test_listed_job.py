@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 from support.frames import batch_frame
 
-from foodtaster.engine.job import BatchRun
+from foodtaster.engine.batch.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.policy import Facts, decide
 from foodtaster.registry import get_dataset

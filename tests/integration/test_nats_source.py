@@ -172,7 +172,7 @@ def test_the_job_judges_a_broker_batch_with_the_brokers_lineage(spark, stream, t
 
     from pyspark.sql import functions as F
 
-    from foodtaster.engine.job import BatchRun
+    from foodtaster.engine.batch.job import BatchRun
     from foodtaster.engine.run import run_batch
     from foodtaster.registry import get_dataset
     from foodtaster_dev.sample import generate_batch

@@ -27,7 +27,7 @@ from support.frames import batch_frame
 from support.lake import batch_rows, copy_lake
 from support.tasted import inbox_lines, land_and_run
 
-from foodtaster.engine.job import BatchRun
+from foodtaster.engine.batch.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.groups import RULE as GROUP_RULE
@@ -253,8 +253,8 @@ def test_a_listed_message_is_recognized_by_its_bytes_or_its_id_on_a_rerun(spark,
 
 
 def test_redrive_after_a_fix_then_the_retry_pass_releases_the_conversation(spark, tasted, tmp_path_factory):
-    from foodtaster.engine.redrive import RedriveRun, Selection, run_redrive
-    from foodtaster.engine.retry import run_retries
+    from foodtaster.engine.second_chances.redrive import RedriveRun, Selection, run_redrive
+    from foodtaster.engine.second_chances.retry import run_retries
     from foodtaster.state.accounts import check_accounts
     from foodtaster.state.retries import retry_work
 

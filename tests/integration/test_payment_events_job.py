@@ -15,7 +15,7 @@ from support.frames import batch_frame
 from support.lake import copy_lake
 from support.tasted import inbox_lines, land_and_run
 
-from foodtaster.engine.job import BatchRun
+from foodtaster.engine.batch.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake
@@ -101,7 +101,7 @@ def test_the_summary_says_the_gate_and_counts_the_reasons_by_keyword_and_path(ta
 def test_a_redrive_after_a_schema_fix_publishes_what_the_fix_admits(spark, tasted, tmp_path_factory):
     """The producer's schema changes (ids may now start `event_`): a redrive judges the
     quarantine by the new file and publishes the lines whose only reason it was."""
-    from foodtaster.engine.redrive import RedriveRun, Selection, run_redrive
+    from foodtaster.engine.second_chances.redrive import RedriveRun, Selection, run_redrive
 
     target = tmp_path_factory.mktemp("redrive") / "lake"
     lake = copy_lake(tasted["lake"], target)

@@ -12,8 +12,8 @@ import pytest
 from pyspark.sql import functions as F
 from support.frames import lines_frame
 
-from foodtaster.engine.judging import VALID, decide_outcomes, flag_lines, validate_lines, with_outcome
-from foodtaster.engine.layers import named
+from foodtaster.engine.judging.judging import VALID, decide_outcomes, flag_lines, validate_lines, with_outcome
+from foodtaster.engine.judging.layers import named
 from foodtaster.registry import get_dataset
 from foodtaster_dev.sample_payments import POISON_KINDS, generate_payments
 

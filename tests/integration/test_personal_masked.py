@@ -21,7 +21,7 @@ import pytest
 from support.frames import batch_frame
 from support.servers import SmtpSink, WebhookSink
 
-from foodtaster.engine.job import BatchRun
+from foodtaster.engine.batch.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.ops import cli
 from foodtaster.ops.alerts import build_batch_alert
@@ -254,11 +254,11 @@ def test_the_gate_data_docs_show_no_personal_value(tasted):
 
 
 def test_the_spark_masks_are_the_python_ones(spark):
-    """`engine/masking.py` says what `Masker` says: which exact paths hold something personal
+    """`engine/judging/masking.py` says what `Masker` says: which exact paths hold something personal
     (quoted keys included), and the same mask of a string (the keyed hash from two `sha2`s)."""
     from pyspark.sql import functions as F
 
-    from foodtaster.engine.masking import holding_regex, mask_column
+    from foodtaster.engine.judging.masking import holding_regex, mask_column
     from foodtaster.privacy import Masker
 
     masker = Masker.of(["contact.email", 'meta["a.b"].who', "lines[].recipient", "card"], b"a key")

@@ -11,9 +11,9 @@ from pyspark.sql import functions as F
 from support.frames import batch_frame, table_frame
 from support.lake import row_count
 
-from foodtaster.engine.job import BatchRun
-from foodtaster.engine.redrive import RedriveRun, Selection, run_redrive
+from foodtaster.engine.batch.job import BatchRun
 from foodtaster.engine.run import run_batch
+from foodtaster.engine.second_chances.redrive import RedriveRun, Selection, run_redrive
 from foodtaster.registry import get_dataset
 from foodtaster.state.accounts import check_accounts
 from foodtaster.state.dispositions import DUPLICATE, FAILED_AGAIN, REDRIVEN, Dispositions

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from foodtaster.contract_references import Reference, RetryPolicy
-from foodtaster.engine.reference_checks import mark_references, reference_checks, reference_keys
-from foodtaster.engine.retry import due, only_retryable
+from foodtaster.engine.judging.reference_checks import mark_references, reference_checks, reference_keys
+from foodtaster.engine.second_chances.retry import due, only_retryable
 from foodtaster.state.lake import Lake
 
 RULE = "customer_id.references(customers.customer_id)"

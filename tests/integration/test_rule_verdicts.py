@@ -7,7 +7,7 @@ from support.frames import lines_frame
 
 from contracts.orders import Orders
 from foodtaster.contract import read_contract
-from foodtaster.engine.judging import validate_lines
+from foodtaster.engine.judging.judging import validate_lines
 
 CONTRACT = read_contract(Orders)
 GOOD = {"message_id": "m-1", "order_id": "o", "customer_id": "c", "amount": 12.5, "currency": "USD",

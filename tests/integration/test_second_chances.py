@@ -17,10 +17,10 @@ from pyspark.sql import functions as F
 from support.frames import table_frame
 
 from foodtaster import contract_references
-from foodtaster.engine import group_hold as groups
-from foodtaster.engine.job import BatchRun
-from foodtaster.engine.retry import EXHAUSTED_RULE, run_retries
+from foodtaster.engine.batch.job import BatchRun
 from foodtaster.engine.run import run_batch
+from foodtaster.engine.second_chances.retry import EXHAUSTED_RULE, run_retries
+from foodtaster.engine.split import group_hold as groups
 from foodtaster.registry import get_dataset
 from foodtaster.state.groups import GroupLog
 from foodtaster.state.lake import Lake

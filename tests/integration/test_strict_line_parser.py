@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from foodtaster.engine.layers import FieldStatus
+from foodtaster.engine.judging.layers import FieldStatus
 
 SPEC = json.dumps({"max_bytes": 4096, "value_chars": 200, "fields": [
     {"path": [name], "type": json_type}
@@ -194,7 +194,7 @@ def test_the_python_side_reads_the_statuses_as_java_numbers_them(spark):
     assert {s.name: int(s) for s in FieldStatus} == {s.name: getattr(jvm, s.name) for s in FieldStatus}
     assert (jvm.OK, jvm.MISSING, jvm.NULL, jvm.OUT_OF_RANGE, jvm.INVALID, jvm.UNJUDGED, jvm.WRONG_TYPE) == (
         0, 1, 2, 3, 4, 5, 10)
-    from foodtaster.engine.layers import FOUND_TYPES
+    from foodtaster.engine.judging.layers import FOUND_TYPES
 
     assert [f"{w}" for w in jvm.FOUND] == [w.split(" ")[-1] for w in FOUND_TYPES]
 

@@ -24,8 +24,8 @@ from pyspark.sql.types import (
 )
 
 from foodtaster.contract.path import Path
-from foodtaster.engine.layers import UNEXPECTED_TYPE, UNKNOWN_TYPE
-from foodtaster.engine.reasons import REASONS
+from foodtaster.engine.judging.layers import UNEXPECTED_TYPE, UNKNOWN_TYPE
+from foodtaster.engine.judging.reasons import REASONS
 
 OK, MISSING, NULL, OUT_OF_RANGE, INVALID, UNJUDGED, WRONG = 0, 1, 2, 3, 4, 5, 10
 FOUND = {"string": WRONG + 0, "integer": WRONG + 1, "number": WRONG + 2, "boolean": WRONG + 3,

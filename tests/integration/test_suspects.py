@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from foodtaster.engine.suspects import bytes_of_failed_only, with_bytes_read_again
+from foodtaster.engine.judging.suspects import bytes_of_failed_only, with_bytes_read_again
 
 LINES = "_source_file string, _row_id long, _raw binary"
 

@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import functions as F
 from support.frames import batch_frame
 
-from foodtaster.engine.job import BatchRun
+from foodtaster.engine.batch.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.sources.inbox import land_batch

@@ -7,7 +7,7 @@ import gzip
 from pathlib import Path
 from typing import Any
 
-from foodtaster.engine.job import BatchRun
+from foodtaster.engine.batch.job import BatchRun
 from foodtaster.engine.run import run_batch
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake

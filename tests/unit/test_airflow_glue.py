@@ -431,7 +431,7 @@ def test_spark_default_picks_the_master_and_local_is_the_default(monkeypatch, co
 
 
 def test_only_what_a_retry_may_change_is_not_a_refusal():
-    from foodtaster.engine.accounting import CountsDoNotAddUp
+    from foodtaster.engine.batch.accounting import CountsDoNotAddUp
     from foodtaster.engine.run import BatchWasRedriven
     from foodtaster.registry import RegistryError
     from foodtaster.state.lease import LeaseHeld

@@ -12,7 +12,7 @@ import pytest
 from foodtaster.contract.describe import describe
 from foodtaster.contract.documents import read_document
 from foodtaster.contract.model import ContractError
-from foodtaster.engine.schema_judge import judge_message
+from foodtaster.engine.judging.schema_judge import judge_message
 
 COMPONENTS = """\
 components:

@@ -1,6 +1,6 @@
 """Which columns the batch gate hands to Great Expectations."""
 
-from foodtaster.engine.gate import load_suite, suite_columns
+from foodtaster.engine.gate.gate import load_suite, suite_columns
 from foodtaster.registry import get_dataset
 
 
@@ -35,7 +35,7 @@ def test_great_expectations_is_imported_ahead_on_a_thread_in_a_fresh_process():
 
     code = (
         "import sys\n"
-        "from foodtaster.engine.gate import _GX_MODULES, import_ahead\n"
+        "from foodtaster.engine.gate.gate import _GX_MODULES, import_ahead\n"
         "assert not any(m in sys.modules for m in _GX_MODULES), 'loaded before'\n"
         "thread = import_ahead()\n"
         "assert import_ahead() is thread, 'a second thread'\n"

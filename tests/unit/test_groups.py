@@ -33,7 +33,7 @@ def test_a_rerun_records_the_same_poison_without_reopening(tmp_path):
 def test_a_rerun_of_the_job_writes_only_poison_that_is_not_open_already(tmp_path):
     """The job's record of a batch's poison (`Extras.record`): a rerun that quarantines the same
     messages appends nothing, one that no longer quarantines a message releases it."""
-    from foodtaster.engine.second_chances import Extras
+    from foodtaster.engine.second_chances.second_chances import Extras
     from foodtaster.registry import get_dataset
 
     lake, config = Lake(str(tmp_path)), get_dataset("orders")

@@ -11,7 +11,7 @@ import time
 import pandas as pd
 import pytest
 
-from foodtaster.engine.guard import Budget, CheckDied, CheckOutOfMemory, CheckTimedOut, guarded
+from foodtaster.engine.judging.guard import Budget, CheckDied, CheckOutOfMemory, CheckTimedOut, guarded
 
 QUICK = Budget(timeout_s=60, memory_mb=128)
 

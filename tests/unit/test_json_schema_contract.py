@@ -10,7 +10,7 @@ import pytest
 
 from foodtaster.contract.json_schema import read_json_schema
 from foodtaster.contract.model import ContractError
-from foodtaster.engine.schema_judge import judge_message
+from foodtaster.engine.judging.schema_judge import judge_message
 from foodtaster.registry import RegistryError, load_registry
 
 DRAFT_2020 = "https://json-schema.org/draft/2020-12/schema"

@@ -17,8 +17,8 @@ from foodtaster.contract import read_contract
 from foodtaster.contract.describe import describe
 from foodtaster.contract.model import ContractError, Key
 from foodtaster.contract.path import Path
-from foodtaster.engine.judging import unique_key
-from foodtaster.engine.masking import holding_regex
+from foodtaster.engine.judging.judging import unique_key
+from foodtaster.engine.judging.masking import holding_regex
 from foodtaster.privacy import Masker
 from foodtaster.registry import RegistryError, load_registry
 

@@ -22,9 +22,9 @@ import foodtaster_dev.contracts.checked  # noqa: F401  registers the Python chec
 from foodtaster.contract import read_contract
 from foodtaster.contract.model import ContractError
 from foodtaster.contract.path import Path
-from foodtaster.engine.layers import UNEXPECTED, UNKNOWN
-from foodtaster.engine.parser_spec import parser_input
-from foodtaster.engine.reasons import VALUE_MAX_CHARS
+from foodtaster.engine.judging.layers import UNEXPECTED, UNKNOWN
+from foodtaster.engine.judging.parser_spec import parser_input
+from foodtaster.engine.judging.reasons import VALUE_MAX_CHARS
 
 
 class Line(pa.DataFrameModel):

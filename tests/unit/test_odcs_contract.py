@@ -13,7 +13,7 @@ from foodtaster.contract.describe import describe
 from foodtaster.contract.documents import read_document
 from foodtaster.contract.model import Check, ContractError
 from foodtaster.contract.path import Path
-from foodtaster.engine.judging import unique_key
+from foodtaster.engine.judging.judging import unique_key
 from foodtaster.registry import load_registry
 
 HEAD = """\
@@ -210,7 +210,7 @@ def test_the_schema_object_a_dataset_names_and_the_registry_reads_it(tmp_path):
 
 
 def test_the_gate_adds_the_contracts_expectations_after_the_suites_own(tmp_path):
-    from foodtaster.engine.gate import load_suite, suite_columns, with_contract_expectations
+    from foodtaster.engine.gate.gate import load_suite, suite_columns, with_contract_expectations
 
     contract = read_document(write(tmp_path, SHIPMENT))
     suite = load_suite("expectations/customers.json")

@@ -253,7 +253,7 @@ def test_the_drill_down_links_the_airflow_run_the_data_docs_and_the_alert(drille
 
 
 def test_the_gates_page_shows_observed_values_as_text_and_the_batchs_verdict_beside_the_gates(drilled):
-    from foodtaster.engine.gate import batch_page as gate_page
+    from foodtaster.engine.gate.gate import batch_page as gate_page
 
     gate = {"suite": "orders", "passed": True, "failed": [], "results": [
         {"expectation": "expect_column_quantile_values_to_be_between_within_error", "column": "amount",

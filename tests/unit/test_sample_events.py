@@ -513,7 +513,7 @@ def test_importable_without_spark_or_pandas() -> None:
 
 def test_the_dataset_and_its_gate_suite() -> None:
     from contracts.order_events import OrderEvents
-    from foodtaster.engine.gate import batch_parameters, load_suite, suite_columns
+    from foodtaster.engine.gate.gate import batch_parameters, load_suite, suite_columns
     from foodtaster.registry import get_dataset
 
     config = get_dataset("order_events")

@@ -20,8 +20,8 @@ Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties
 java.lang.OutOfMemoryError: Java heap space
 \tat java.base/java.util.Arrays.copyOf(Arrays.java:3537)
 26/11/22 18:19:59 INFO TaskSetManager: Starting task 0.1 in stage 1.0
-2026-11-22 18:20:01,114 WARNING foodtaster.engine.gate dataset=orders batch=20261120 gate failed
-2026-11-22 18:20:02,007 INFO foodtaster.engine.job dataset=orders batch=20261120 event=validated \
+2026-11-22 18:20:01,114 WARNING foodtaster.engine.gate.gate dataset=orders batch=20261120 gate failed
+2026-11-22 18:20:02,007 INFO foodtaster.engine.batch.job dataset=orders batch=20261120 event=validated \
 messages=10
 2026-11-22 18:20:02,010 WARNING py4j.clientserver Closing down clientserver connection
 Traceback (most recent call last):
@@ -48,9 +48,9 @@ SPARK_LINES = [  # (level, line start) of Spark's and the JVM's lines, in order
     (logging.ERROR, "ValueError: no summary"),
 ]
 EXPECTED = [  # (logger, level, line) in the task log: the job's lines first, made readable
-    (JOB_LOGGER, logging.WARNING, "dataset=orders batch=20261120 gate failed (foodtaster.engine.gate)"),
+    (JOB_LOGGER, logging.WARNING, "dataset=orders batch=20261120 gate failed (foodtaster.engine.gate.gate)"),
     (JOB_LOGGER, logging.INFO,
-     "validated: dataset=orders batch=20261120 messages=10 (foodtaster.engine.job)"),
+     "validated: dataset=orders batch=20261120 messages=10 (foodtaster.engine.batch.job)"),
     (JOB_LOGGER, logging.INFO, "summary: orders batch 20261120: 10 messages = 9 valid + 1 quarantined + "
                                "? duplicates dropped; quarantine rate ?; staged: the read_verdict task reads "
                                "the verdict, publish publishes it or it is held"),

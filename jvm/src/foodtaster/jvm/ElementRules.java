@@ -12,7 +12,7 @@ import java.util.regex.Pattern;
  * cheap pass reads one boolean an array instead of running a Spark higher-order function over its
  * elements (docs/decisions/025-element-rules-judged-in-the-parser.md).
  *
- * <p>Each rule means what its Spark column means ({@code foodtaster/engine/rules.py}), which the
+ * <p>Each rule means what its Spark column means ({@code foodtaster/engine/judging/rules.py}), which the
  * differential tests hold: {@code compare} ({@code op} one of the comparisons, {@code bound} a
  * number's text; {@code exact} true for an integer bound, compared exactly as Spark casts it to
  * the value's type, false for a float bound, compared as doubles as Spark does), {@code length}

@@ -10,7 +10,7 @@ import java.util.Arrays;
 
 /**
  * A row's line number in its file from its row id, for a batch whose file splits were counted
- * ({@code foodtaster.engine.ingest.with_line_numbers}).
+ * ({@code foodtaster.engine.batch.ingest.with_line_numbers}).
  *
  * <p>Spark's {@code monotonically_increasing_id} numbers the rows of a scan task one after the
  * other, and a task reads its splits whole, one after another: each split's rows hold the row

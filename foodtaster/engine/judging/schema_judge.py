@@ -23,8 +23,8 @@ from pyspark.sql import functions as F
 from foodtaster.contract.json_schema import JsonSchemaDoc
 from foodtaster.contract.model import Contract, render
 from foodtaster.contract.path import Path
-from foodtaster.engine import layers
-from foodtaster.engine.reasons import REASONS, VALUE_MAX_CHARS, Check
+from foodtaster.engine.judging import layers
+from foodtaster.engine.judging.reasons import REASONS, VALUE_MAX_CHARS, Check
 
 SCHEMA_REASONS = "_schema_reasons"
 

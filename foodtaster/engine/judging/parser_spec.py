@@ -29,9 +29,9 @@ from pyspark.sql.types import (
 
 from foodtaster.contract.model import Contract, FieldRule, Scope
 from foodtaster.contract.path import Path
-from foodtaster.engine import layers
-from foodtaster.engine.reasons import REASONS, VALUE_MAX_CHARS
-from foodtaster.engine.rules import output_type, parsed_type, python_regex
+from foodtaster.engine.judging import layers
+from foodtaster.engine.judging.reasons import REASONS, VALUE_MAX_CHARS
+from foodtaster.engine.judging.rules import output_type, parsed_type, python_regex
 
 NUMBERS = ("integer", "number", "decimal")
 Rule = dict[str, Any]

@@ -1,8 +1,8 @@
 """A contract's checks written in Python, run as pandas UDFs: each gives a verdict column a
 row (`PythonCheck.column`: true, false, or null where not judged) that the rules read
 (`row_checks.field_checks`). The only rules that run Python on a message, so the only ones that
-can crash on one (`foodtaster.engine.crash`); each call of a check runs guarded
-(`foodtaster.engine.guard`): its process dying or running past its budget fails the task
+can crash on one (`foodtaster.engine.batch.crash`); each call of a check runs guarded
+(`foodtaster.engine.judging.guard`): its process dying or running past its budget fails the task
 with a traceback, as a check that raises does.
 """
 
@@ -19,8 +19,8 @@ from pyspark.sql.types import BooleanType
 
 from foodtaster.contract.model import Contract, PythonCheck
 from foodtaster.contract.path import Path
-from foodtaster.engine import layers
-from foodtaster.engine.guard import DEFAULT_BUDGET, Budget, CheckTimedOut, guarded
+from foodtaster.engine.judging import layers
+from foodtaster.engine.judging.guard import DEFAULT_BUDGET, Budget, CheckTimedOut, guarded
 from foodtaster.registry import CONTRACT_FILE_MODULE
 
 
@@ -32,7 +32,7 @@ def python_check_verdicts(python_check: PythonCheck, values: pd.Series, judged: 
     value never takes a detour through float64. A check that answers for the whole Series
     (one bool) is asked again one value at a time: a row's verdict is its own, as in the
     reference's one-row frames. A check that raises is not caught: that is a data crash
-    (foodtaster.engine.crash).
+    (foodtaster.engine.batch.crash).
     """
     verdicts = pd.Series(pd.NA, index=values.index, dtype="boolean")
     present = values[judged.astype(bool)].astype(python_check.dtype)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 import fsspec
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from foodtaster.engine import ingest
+from foodtaster.engine.batch import ingest
 from foodtaster.errors import Failed
 from foodtaster.registry import DatasetConfig
 from foodtaster.rule_ids import LINE_TOO_LARGE

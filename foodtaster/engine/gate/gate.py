@@ -25,7 +25,7 @@ from typing import Any
 import fsspec
 from pyspark.sql import DataFrame
 
-from foodtaster.engine.gate_privacy import Masker, mask_results
+from foodtaster.engine.gate.gate_privacy import Masker, mask_results
 from foodtaster.logs import batch_logger
 
 

@@ -43,9 +43,9 @@ from pyspark.sql import functions as F
 
 from foodtaster import contract_references, rule_ids
 from foodtaster.contract.model import Contract, Key
-from foodtaster.engine import listed, reference_checks
-from foodtaster.engine.guard import DEFAULT_BUDGET, Budget
-from foodtaster.engine.judging import (
+from foodtaster.engine.judging import listed, reference_checks
+from foodtaster.engine.judging.guard import DEFAULT_BUDGET, Budget
+from foodtaster.engine.judging.judging import (
     DUPLICATE,
     QUARANTINED,
     VALID,
@@ -55,7 +55,7 @@ from foodtaster.engine.judging import (
     valid_rows,
     with_reasons,
 )
-from foodtaster.engine.layers import key_column
+from foodtaster.engine.judging.layers import key_column
 from foodtaster.lineage import LINEAGE_KEY
 from foodtaster.logs import batch_logger
 from foodtaster.registry import DatasetConfig
@@ -210,7 +210,7 @@ def publish_redriven(spark: SparkSession, lake: Lake, contract: Contract, datase
     one date, the table's partition), committed on the batch's audit branch, counted against what
     was written, and published by the guarded move of main. A rerun with the same id replaces its
     own rows. Returns {date: where the rows are (`<table>@<tag>`)}."""
-    from foodtaster.engine.table_writes import arrow_schema, required_fields, write_files
+    from foodtaster.engine.split.table_writes import arrow_schema, required_fields, write_files
     from foodtaster.state.tables import BATCH_DATE, BATCH_ID
 
     dated = (rows.withColumn(BATCH_DATE, F.col(BATCH_DATE).cast("date"))

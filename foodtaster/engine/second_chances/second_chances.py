@@ -16,10 +16,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 
 from foodtaster import contract_references
 from foodtaster.contract.model import Key
-from foodtaster.engine import group_hold, reference_checks, retry
-from foodtaster.engine.judging import unique_key
-from foodtaster.engine.reasons import Check
-from foodtaster.engine.suspects import Watch
+from foodtaster.engine.judging import reference_checks
+from foodtaster.engine.judging.judging import unique_key
+from foodtaster.engine.judging.reasons import Check
+from foodtaster.engine.judging.suspects import Watch
+from foodtaster.engine.second_chances import retry
+from foodtaster.engine.split import group_hold
 from foodtaster.lineage import LINEAGE, lineage_key
 from foodtaster.logs import BatchLogger
 from foodtaster.registry import DatasetConfig, RegistryError

@@ -4,7 +4,7 @@ The job reads the list once at start (foodtaster.state.poison), turns it into a 
 DataFrame (`poison_frame`) that is broadcast, and `mark_listed` adds to each row the
 entry it matches, if any. A listed row is quarantined without being judged further:
 its reason is `registry.listed` with the entry's why as the message, or, for an entry the
-job added when the message crashed it (source `crash`, foodtaster.engine.crash),
+job added when the message crashed it (source `crash`, foodtaster.engine.batch.crash),
 `crash.isolated` in the `crash` layer.
 """
 
@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from foodtaster import rule_ids
-from foodtaster.engine.reasons import Check, check
+from foodtaster.engine.judging.reasons import Check, check
 from foodtaster.state.poison import Entry
 
 RULE = rule_ids.LISTED

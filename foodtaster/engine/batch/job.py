@@ -1,6 +1,6 @@
 """Taste one batch: the job that reads it, judges every message, writes the partitions,
 counts, gates and decides; it never publishes. An orchestrator: the judging itself is
-`foodtaster.engine.judging` (pure DataFrame -> DataFrame), the verdict `foodtaster.policy`.
+`foodtaster.engine.judging.judging` (pure DataFrame -> DataFrame), the verdict `foodtaster.policy`.
 The run around it (the batch's lease, a hand run's landing, crash isolation, publishing) is
 `foodtaster.engine.run`.
 
@@ -19,7 +19,7 @@ One batch, in order (`judge_batch`):
              publish task, or a hand run, publishes them: `foodtaster.state.publish`)
 10. record   the batch's state events after its data (conversations, retries, drift), then the summary
 
-Drift (`foodtaster.engine.drift`) rides step 2: the pass keeps each message's unknown paths,
+Drift (`foodtaster.engine.judging.drift`) rides step 2: the pass keeps each message's unknown paths,
 producer and optional fields' presence, counted in one aggregate over the kept pass.
 """
 
@@ -37,11 +37,12 @@ from pyspark.sql.types import TimestampType
 
 from foodtaster import drift
 from foodtaster.contract.model import Contract
-from foodtaster.engine import accounting, batch_counts, crash, ingest, inputs, listed, second_chances
-from foodtaster.engine.drift import DriftSpec, batch_drift, counted, drift_spec
-from foodtaster.engine.duplicates import key_hash
-from foodtaster.engine.guard import Budget
-from foodtaster.engine.judging import (
+from foodtaster.engine.batch import accounting, batch_counts, crash, ingest, inputs
+from foodtaster.engine.judging import listed
+from foodtaster.engine.judging.drift import DriftSpec, batch_drift, counted, drift_spec
+from foodtaster.engine.judging.duplicates import key_hash
+from foodtaster.engine.judging.guard import Budget
+from foodtaster.engine.judging.judging import (
     DUPLICATE,
     QUARANTINED,
     VALID,
@@ -53,10 +54,23 @@ from foodtaster.engine.judging import (
     valid_rows,
     with_outcome,
 )
-from foodtaster.engine.masking import mask_reasons
+from foodtaster.engine.judging.masking import mask_reasons
+from foodtaster.engine.judging.suspects import (
+    Watch,
+    bytes_of_failed_only,
+    cleared,
+    suspects,
+    with_bytes_read_again,
+)
+from foodtaster.engine.second_chances import second_chances
 from foodtaster.engine.spark import keep
-from foodtaster.engine.suspects import Watch, bytes_of_failed_only, cleared, suspects, with_bytes_read_again
-from foodtaster.engine.table_writes import arrow_schema, read_files, required_fields, with_batch, write_files
+from foodtaster.engine.split.table_writes import (
+    arrow_schema,
+    read_files,
+    required_fields,
+    with_batch,
+    write_files,
+)
 from foodtaster.logs import BatchLogger, batch_logger
 from foodtaster.policy import Facts, decide
 from foodtaster.privacy import Masker
@@ -190,7 +204,7 @@ def _judge_every_message(batch: _Batch, lines: DataFrame, held: ExitStack) -> tu
         # Great Expectations is imported while Spark runs the pass, after its plan is built:
         # started with the batch, the import's Python held the GIL against the Py4J calls
         # that build the plan (docs/decisions/008-the-gate-on-the-written-rows.md).
-        from foodtaster.engine.gate import import_ahead
+        from foodtaster.engine.gate.gate import import_ahead
 
         import_ahead()
     # How many messages the pass holds, counted while it is kept: the batch's counts shuffle
@@ -318,7 +332,7 @@ def _gate(batch: _Batch, valid: DataFrame) -> GateResult:
     if not run.gate:
         gate = GateResult.skipped_gate()
     else:
-        from foodtaster.engine.gate import run_gate
+        from foodtaster.engine.gate.gate import run_gate
 
         report = run.lake.report(config.name, run.batch_id)
         gate = GateResult(**run_gate(valid, config.suite_path(), config.name, run.batch_id, run.batch_date,

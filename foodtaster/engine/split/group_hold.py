@@ -24,9 +24,9 @@ from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from foodtaster.contract.model import Key
 from foodtaster.contract.path import Path
-from foodtaster.engine.layers import key_column
-from foodtaster.engine.reasons import Check, check
-from foodtaster.engine.suspects import hash_or_null
+from foodtaster.engine.judging.layers import key_column
+from foodtaster.engine.judging.reasons import Check, check
+from foodtaster.engine.judging.suspects import hash_or_null
 from foodtaster.state.groups import RULE, Poison
 
 GROUP_HASH = "_group_hash"

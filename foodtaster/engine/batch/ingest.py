@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.classic.column import Column as ClassicColumn
 from pyspark.sql.classic.column import _to_java_column, _to_seq
 
-from foodtaster.engine import layers
+from foodtaster.engine.judging import layers
 from foodtaster.sources.raw_batch import LandedFile
 
 SPLIT_KEYS = ["_source_file", "_split_start"]

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from foodtaster.engine.layers import named
+from foodtaster.engine.judging.layers import named
 
 SUSPECT = "_suspect"
 RAW_HASH = "_raw_hash"  # a 64-bit hash of the bytes of a row that passed the pass

@@ -1,6 +1,6 @@
 """Judging: the pure DataFrame -> DataFrame functions that give each message its verdict.
 
-The job (`foodtaster.engine.job`), redrive, retry and the benchmark judge through these, so a
+The job (`foodtaster.engine.batch.job`), redrive, retry and the benchmark judge through these, so a
 message is judged the same whichever way it comes: `flag_lines` is the one pass over every
 message (typed by the strict parser, each rule one boolean), `decide_outcomes` settles copies
 of a key, `with_reasons` says why for the few rows that failed, and `valid_rows`,
@@ -19,12 +19,12 @@ from pyspark.sql.types import LongType, TimestampType
 
 from foodtaster.contract.model import Contract, ContractError, Key
 from foodtaster.contract.path import Path
-from foodtaster.engine import layers, listed, parser_spec, python_checks, row_checks, schema_judge
-from foodtaster.engine.drift import DriftSpec
-from foodtaster.engine.drift import columns as drift_columns
-from foodtaster.engine.duplicates import mark_duplicates
-from foodtaster.engine.guard import DEFAULT_BUDGET, Budget
-from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
+from foodtaster.engine.judging import layers, listed, parser_spec, python_checks, row_checks, schema_judge
+from foodtaster.engine.judging.drift import DriftSpec
+from foodtaster.engine.judging.drift import columns as drift_columns
+from foodtaster.engine.judging.duplicates import mark_duplicates
+from foodtaster.engine.judging.guard import DEFAULT_BUDGET, Budget
+from foodtaster.engine.judging.reasons import REASONS, Check, any_failed, check, collect
 from foodtaster.lineage import LINEAGE
 
 VALID, QUARANTINED, DUPLICATE = "valid", "quarantined", "duplicate"
@@ -43,7 +43,7 @@ def flag_lines(
     """Lines -> one row a message: its lineage, `_raw`, typed fields, `_failed`, and, on a row
     that failed, what the strict parser said (`VERDICT`: `_line_reasons`, each field's status
     and offending text) for `explain`. With a `drift` spec, the message's drift columns too
-    (`foodtaster.engine.drift`), from the same parse.
+    (`foodtaster.engine.judging.drift`), from the same parse.
 
     The pass over every message: the JVM parser types each field, each rule is one boolean,
     and no reason is built here; `explain` says why, later, for the few rows that failed.

@@ -2,14 +2,14 @@
 
 A check written in Python (a pandera check method run as a pandas UDF) may raise on a
 value it was never written for, kill its process (a signal, an exit), eat memory or never
-return; the guard it runs in (foodtaster.engine.guard) turns each of those into an
+return; the guard it runs in (foodtaster.engine.judging.guard) turns each of those into an
 exception of its own. Spark then fails the task on every attempt, and every rerun of the
 batch would fail the same way. This module tells such a data crash apart
 from a failure of the cluster or the lake (`data_crash`) and finds the message(s)
 responsible (`isolate`): the batch's files one at a time, then halves of the failing
 file's lines, down to one line, each step a small Spark job on that file's lines only.
 `run_isolating_crashes` is how a run (foodtaster.engine.run) wraps the job
-(foodtaster.engine.job) from outside: it lists each message found on the poison list (source
+(foodtaster.engine.batch.job) from outside: it lists each message found on the poison list (source
 `crash`) and runs the job again, which quarantines it as `crash.isolated` without giving it to
 the check.
 """
@@ -27,7 +27,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from foodtaster.contract.model import Contract
-from foodtaster.engine import guard, inputs, judging, layers, listed, python_checks
+from foodtaster.engine.batch import inputs
+from foodtaster.engine.judging import guard, judging, layers, listed, python_checks
 from foodtaster.errors import Failed
 from foodtaster.logs import BatchLogger
 from foodtaster.privacy import Masker

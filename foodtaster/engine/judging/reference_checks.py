@@ -4,7 +4,7 @@ dataset (orders' `customer_id` among the customers'). The first retryable rule.
 A contract declares one in the field's pandera metadata (`references`, and `retry` for a
 retryable one), read by foodtaster.contract_references, which needs no Spark. `retry`
 makes the rule retryable: a message failing it (and nothing else) is quarantined as
-`retrying`, and the retry pass (foodtaster.engine.retry) checks it again later.
+`retrying`, and the retry pass (foodtaster.engine.second_chances.retry) checks it again later.
 The job reads the referenced keys once (`reference_keys`, broadcast) and `mark_references`
 adds one boolean a reference to the pass; `reference_checks` gives their reasons.
 """
@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from foodtaster.contract_references import Reference
-from foodtaster.engine.reasons import Check, check
+from foodtaster.engine.judging.reasons import Check, check
 from foodtaster.state.lake import Lake
 from foodtaster.state.tables import VALID, DatasetTables
 

@@ -31,10 +31,10 @@ from foodtaster.contract.model import (
     rule_id,
 )
 from foodtaster.contract.path import Path
-from foodtaster.engine import layers, parser_spec, schema_judge
-from foodtaster.engine.layers import FieldStatus
-from foodtaster.engine.reasons import REASONS, Check, any_failed, check, collect
-from foodtaster.engine.rules import COLUMN_CHECKS, output_type, parsed_type
+from foodtaster.engine.judging import layers, parser_spec, schema_judge
+from foodtaster.engine.judging.layers import FieldStatus
+from foodtaster.engine.judging.reasons import REASONS, Check, any_failed, check, collect
+from foodtaster.engine.judging.rules import COLUMN_CHECKS, output_type, parsed_type
 
 # What the value of an `out_of_range` field is, by the field's type.
 OUT_OF_RANGE_WORDS = {

@@ -1,7 +1,7 @@
 """A Python check run where it cannot take the job down: in a child process of the Spark
 Python worker, with a time and a memory budget.
 
-A check that raises fails its task with a traceback, which `foodtaster.engine.crash` reads
+A check that raises fails its task with a traceback, which `foodtaster.engine.batch.crash` reads
 as a data crash. A check that kills its process instead (`os._exit`, a signal such as
 SIGSEGV, `sys.exit()`, the memory it asks for) would take the Spark Python worker with it,
 and Spark says only "Python worker exited unexpectedly", the words of a lost machine; a

@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from foodtaster.contract.path import Path, _Each, key_text
-from foodtaster.engine.reasons import REASONS
+from foodtaster.engine.judging.reasons import REASONS
 from foodtaster.privacy import HASH_HEX, KINDS, LINE_LAYERS, NOT_SHOWN, PERSONAL, Masker, hmac_pads
 
 

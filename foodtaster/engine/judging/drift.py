@@ -17,7 +17,7 @@ from pyspark.sql.types import ArrayType, StringType
 from foodtaster.contract.model import Contract
 from foodtaster.contract.path import Path
 from foodtaster.drift import UNKNOWN_PRODUCER, BatchDrift, PathCount
-from foodtaster.engine import layers
+from foodtaster.engine.judging import layers
 
 PATTERNS = "_drift_patterns"  # the message's distinct unknown paths as patterns; null without any
 PRODUCER = "_drift_producer"  # the producer's name, from its slot

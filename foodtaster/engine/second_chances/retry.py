@@ -1,6 +1,6 @@
 """The retry pass: second chances for quarantined rows, run after validate in each DAG run.
 
-1. Retryable rows (every reason a retryable rule, foodtaster.engine.reference_checks) that are
+1. Retryable rows (every reason a retryable rule, foodtaster.engine.judging.reference_checks) that are
    due (`backoff_s * backoff_factor**attempts` after the last attempt, the first after the
    message landed) are checked again against today's referenced keys. Those that pass are
    published as a redrive (the valid table's batch `redrive-<id>-r`, their original date and
@@ -28,7 +28,8 @@ from pyspark.sql import functions as F
 
 from foodtaster import contract_references, rule_ids
 from foodtaster.contract.model import Contract
-from foodtaster.engine import group_hold, reference_checks
+from foodtaster.engine.judging import reference_checks
+from foodtaster.engine.split import group_hold
 from foodtaster.logs import batch_logger
 from foodtaster.registry import Conversation, DatasetConfig
 from foodtaster.state.dispositions import record_status
@@ -84,9 +85,9 @@ def publish_later(spark: SparkSession, lake: Lake, config: DatasetConfig, rows: 
     (`redrive.publish_redriven`: the valid table's batch `redrive_id`, their original dates,
     counted, published by the guarded move of main), in `order` within each date when given;
     returns date -> where."""
-    from foodtaster.engine.judging import valid_rows
-    from foodtaster.engine.layers import UNKNOWN, UNKNOWN_TYPE
-    from foodtaster.engine.redrive import publish_redriven
+    from foodtaster.engine.judging.judging import valid_rows
+    from foodtaster.engine.judging.layers import UNKNOWN, UNKNOWN_TYPE
+    from foodtaster.engine.second_chances.redrive import publish_redriven
 
     contract = _contract(config)
     dated = rows.drop("batch_date").withColumnRenamed("_batch_date", "batch_date")

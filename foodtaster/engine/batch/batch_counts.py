@@ -19,9 +19,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from foodtaster.contract.model import Key
-from foodtaster.engine import ingest
-from foodtaster.engine.duplicates import KEY_HASH, KEYS_PER_TASK, key_hash
-from foodtaster.engine.group_hold import GROUP_HASH
+from foodtaster.engine.batch import ingest
+from foodtaster.engine.judging.duplicates import KEY_HASH, KEYS_PER_TASK, key_hash
+from foodtaster.engine.split.group_hold import GROUP_HASH
 
 SET = "_set"  # which count a row is: one of the three below
 SPLIT, REPEATED_KEY, FAILED_GROUP = "split", "repeated key", "failed group"

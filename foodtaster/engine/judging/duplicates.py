@@ -14,9 +14,9 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from foodtaster.contract.model import Key
-from foodtaster.engine.layers import key_column, named
-from foodtaster.engine.reasons import check
-from foodtaster.engine.suspects import hash_or_null
+from foodtaster.engine.judging.layers import key_column, named
+from foodtaster.engine.judging.reasons import check
+from foodtaster.engine.judging.suspects import hash_or_null
 
 # The most key hashes one task of the batch's counts holds (`batch_counts`). That count's hash
 # map is the job's largest allocation: with Spark's partitions (AQE coalesced them to two) it grew

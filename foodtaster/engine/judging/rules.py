@@ -38,7 +38,7 @@ from foodtaster.contract.model import (
     JsonType,
     render,
 )
-from foodtaster.engine import layers
+from foodtaster.engine.judging import layers
 
 _SPARK_TYPES: dict[str, DataType] = {
     "string": StringType(), "number": DoubleType(), "integer": LongType(), "boolean": BooleanType(),

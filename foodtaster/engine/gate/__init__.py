@@ -1,0 +1,1 @@
+"""The batch gate: Great Expectations on what the batch's audit branch holds."""
