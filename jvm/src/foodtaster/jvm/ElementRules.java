@@ -18,7 +18,8 @@ import java.util.regex.Pattern;
  * the value's type, false for a float bound, compared as doubles as Spark does), {@code length}
  * (code points: Spark's {@code char_length}), {@code in} (strings; {@code negate} for notin),
  * {@code regex} (a Java pattern found anywhere, as Spark's {@code regexp_like}), {@code prefix}
- * and {@code suffix}. The spec is written by {@code foodtaster/engine/element_rules.py}.
+ * and {@code suffix}. The spec is written by {@code PARSER_RULES} in
+ * {@code foodtaster/engine/judging/parser_spec.py}.
  */
 final class ElementRules implements Serializable {
     private static final long serialVersionUID = 1L;
