@@ -356,6 +356,8 @@ def test_a_viewer_reads_no_byte_of_the_demos_non_json_lines_on_any_batch_page(de
     pages = [batches_page(the_lake, registry)]
     for name in registry:
         for entry in batch_entries(the_lake, name):
+            if entry["verdict"] == "empty":  # e.g. `make airflow`'s scheduled run of a day with no inbox
+                continue
             summary = read_json(the_lake.summary(name, entry["batch_id"]))
             for rule, count in (summary.get("reasons") or {}).items():
                 for number in range(1, -(-count // SAMPLES_PER_PAGE) + 1):
