@@ -42,10 +42,11 @@ import pendulum
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, CronDataIntervalTimetable, Param, TriggerRule, task
 
 from foodtaster.errors import FoodtasterError, refusal
+from foodtaster.ops.redrive import RedrivePlan
 from foodtaster.registry import PROJECT_ROOT, DatasetConfig, KafkaSource, RegistryError, load_registry
 from foodtaster.state.lake import BATCH_ID_PATTERN
 from foodtaster_airflow import alert_step, kafka_wake, ledger_step, lineage, redrive_steps, run_conf, steps
-from foodtaster_airflow.spark_submit import RetryPassOperator, ValidateBatchOperator, redrive_arguments
+from foodtaster_airflow.spark_submit import RedriveOperator, RetryPassOperator
 
 VALIDATE_JOB = PROJECT_ROOT / "spark_jobs" / "validate_batch.py"
 RETRY_JOB = PROJECT_ROOT / "spark_jobs" / "retry_rows.py"
@@ -55,6 +56,9 @@ TASK_IDS = ("land", "has_messages", "validate", "read_verdict", "publish", "aler
 # Airflow's "Returned value was: {...}" showed the landing's absolute lake paths; each step logs
 # what it did in words (lake-relative paths) itself.
 UNPRINTED: dict[str, Any] = {"show_return_value_in_logs": False}
+# A task's parameter fed by an upstream task: the upstream's XComArg while the DAG is wired, its
+# JSON value (or None, when it was skipped) when the task runs; each task reads it into its type.
+Upstream = Any
 REDRIVE_JOB = PROJECT_ROOT / "spark_jobs" / "redrive.py"
 REDRIVE_TASK_IDS = ("plan", "wants_redrive", "redrive", "announce", "release")
 DEFAULT_ARGS = {
@@ -226,25 +230,25 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
         return landed
 
     @task.short_circuit(task_id="has_messages", ignore_downstream_trigger_rules=False)
-    def has_messages(landed: dict) -> bool:
+    def has_messages(landed: Upstream) -> bool:
         return steps.has_messages(landed)
 
     @task(task_id="read_verdict", **UNPRINTED)
-    def read_verdict(landed: dict) -> dict:
+    def read_verdict(landed: Upstream) -> dict:
         return steps.read_verdict(dataset, landed)
 
     @lineage.publish_task(task_id="publish", outlets=[asset], **UNPRINTED)  # @task, with OpenLineage facets
-    def publish(decision: dict, **context) -> dict:
+    def publish(decision: Upstream, **context) -> dict:
         return steps.publish(dataset, decision, context["outlet_events"][asset])
 
     @task(task_id="alert", retries=2, retry_delay=timedelta(seconds=20), **UNPRINTED)
-    def alert(decision: dict) -> dict:
+    def alert(decision: Upstream) -> dict:
         return alert_step.alert(dataset, decision)
 
     # A skipped task's XComArg reads as None: an empty landing has no decision, a held batch
     # no publication, a quiet one no alert.
     @task(task_id="ledger", trigger_rule=TriggerRule.NONE_FAILED, **UNPRINTED)
-    def ledger(landed: dict, decision: dict | None, published: dict | None, alerted: dict | None,
+    def ledger(landed: Upstream, decision: Upstream, published: Upstream, alerted: Upstream,
                **context) -> dict:
         return ledger_step.ledger(dataset, landed, decision, published, alerted, dag.dag_id,
                                   context["run_id"])
@@ -253,13 +257,11 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     @task(task_id=ledger_step.VERDICT_TASK, retries=0, **UNPRINTED, doc_md=(
         "Red when the batch was held (not published): its log says why and what to do. "
         "Skipped for an empty landing. Cleared by a release through the redrive DAG, it ends green."))
-    def verdict(recorded: dict, **context) -> dict:
+    def verdict(recorded: Upstream, **context) -> dict:
         return ledger_step.verdict(dataset, recorded, dag.dag_id, context["run_id"], context["ti"].try_number)
 
-    # A decorated task's call is typed with the function's parameters, but takes the upstream
-    # tasks' XComArgs, which Airflow resolves to their values before it runs.
     landed = land()
-    gate_open = has_messages(landed)  # type: ignore[arg-type]
+    gate_open = has_messages(landed)
     validate = lineage.ValidateWithLineage(
         task_id="validate",
         application=str(VALIDATE_JOB),
@@ -267,10 +269,10 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
         landed=landed,
         **VALIDATE_RETRIES,
     )
-    decision = read_verdict(landed)  # type: ignore[arg-type]
+    decision = read_verdict(landed)
     published = publish(decision)
-    alerted = alert(decision)  # type: ignore[arg-type]
-    recorded = ledger(landed, decision, published, alerted)  # type: ignore[arg-type]
+    alerted = alert(decision)
+    recorded = ledger(landed, decision, published, alerted)
 
     gate_open >> validate >> decision
     validate >> _retry_task(dataset, landed)
@@ -279,12 +281,12 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
         # After validate wrote the quarantine; retried while the topic cannot be written (each
         # message is produced once whatever the retries: foodtaster.sources.dead_letters).
         @task(task_id="dead_letters", retries=3, retry_delay=timedelta(seconds=30), **UNPRINTED)
-        def dead_letters(landed: dict) -> dict:
+        def dead_letters(landed: Upstream) -> dict:
             return steps.dead_letters(dataset, landed)
 
-        validate >> dead_letters(landed)  # type: ignore[arg-type]
+        validate >> dead_letters(landed)
     [published, alerted] >> recorded
-    verdict(recorded)  # type: ignore[arg-type]
+    verdict(recorded)
 
 
 def _retry_task(dataset: str, landed: Any) -> RetryPassOperator:
@@ -353,28 +355,28 @@ def build_redrive_dag(config: DatasetConfig) -> DAG:
         @task(task_id="plan", retries=0, **UNPRINTED)  # a form no retry changes: refused at once, saying why
         def plan(**context) -> dict:
             return redrive_steps.plan_redrive(dataset, context["params"], context["run_id"],
-                                              by=redrive_steps.triggering_user(context))
+                                              by=redrive_steps.triggering_user(context)).to_json()
 
         @task.short_circuit(task_id="wants_redrive", ignore_downstream_trigger_rules=False,
                             trigger_rule=TriggerRule.NONE_FAILED)  # after a release, or none
-        def wants_redrive(planned: dict) -> bool:
-            return planned["redrive"]
+        def wants_redrive(planned: Upstream) -> bool:
+            return RedrivePlan.from_json(planned).redrive
 
         @task(task_id="announce", outlets=[asset], **UNPRINTED)
-        def announce(planned: dict, **context) -> dict:
-            return redrive_steps.announce_redrive(dataset, planned, context["outlet_events"][asset],
-                                                  dag.dag_id, context["run_id"])
+        def announce(planned: Upstream, **context) -> dict:
+            return redrive_steps.announce_redrive(dataset, RedrivePlan.from_json(planned),
+                                                  context["outlet_events"][asset], dag.dag_id,
+                                                  context["run_id"])
 
         @task(task_id="release", outlets=[asset], **UNPRINTED)
-        def release(planned: dict, **context) -> dict:
-            return redrive_steps.release(dataset, planned, context["outlet_events"][asset])
+        def release(planned: Upstream, **context) -> dict:
+            return redrive_steps.release(dataset, RedrivePlan.from_json(planned),
+                                         context["outlet_events"][asset])
 
-        planned = plan()  # an XComArg, typed as the tasks' dict below (see build_dag)
-        redrive = ValidateBatchOperator(
-            task_id="redrive", application=str(REDRIVE_JOB), dataset=dataset,
-            arguments=redrive_arguments(dataset), name=f"foodtaster-redrive-{dataset}", **VALIDATE_RETRIES,
-        )
-        release(planned) >> wants_redrive(planned) >> redrive >> announce(planned)  # type: ignore[arg-type]
+        planned = plan()
+        redrive = RedriveOperator(task_id="redrive", application=str(REDRIVE_JOB), dataset=dataset,
+                                  planned=planned, **VALIDATE_RETRIES)
+        release(planned) >> wants_redrive(planned) >> redrive >> announce(planned)
     return dag
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 from airflow.providers.common.compat.sdk import task_decorator_factory
 from airflow.providers.standard.decorators.python import _PythonDecoratedOperator
 
+from foodtaster.landing import LandingResult
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake, exists, read_json
 from foodtaster_airflow.spark_submit import ValidateBatchOperator
@@ -177,13 +178,12 @@ def _table_facets(summary: dict[str, Any], zone: str) -> dict[str, Any]:
     return facets
 
 
-def _landed_summary(task_instance: Any, dataset: str) -> tuple[dict[str, Any], str] | None:
+def _landed_summary(landing: LandingResult | None) -> tuple[dict[str, Any], str] | None:
     """The summary of the batch the run landed, and the lake's root; None when there is none."""
-    landed = task_instance.xcom_pull(task_ids="land")
-    if not landed or landed.get("empty"):
+    if landing is None or landing.empty or not landing.dataset:
         return None
-    uri = Lake(landed["lake"]).summary(dataset, landed["batch_id"])
-    return (read_json(uri), landed["lake"]) if exists(uri) else None
+    uri = Lake(landing.lake).summary(landing.dataset, landing.batch_id)
+    return (read_json(uri), landing.lake) if exists(uri) else None
 
 
 # The provider asks for lineage in a process it forks after the task: that process has no channel
@@ -197,7 +197,7 @@ class ValidateWithLineage(ValidateBatchOperator):
 
     def execute(self, context: Any) -> dict[str, Any] | None:
         done = super().execute(context)
-        self.judged = _landed_summary(context["ti"], self.dataset)
+        self.judged = _landed_summary(self.landing())
         return done
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage | None:
@@ -212,9 +212,10 @@ class PublishWithLineage(_PythonDecoratedOperator):
 
     def execute(self, context: Any) -> Any:
         done = super().execute(context)
-        dataset = str((context["ti"].xcom_pull(task_ids="land") or {}).get("dataset") or "")
-        found = _landed_summary(context["ti"], dataset) if dataset else None
-        self.judged = (dataset, *found) if found else None
+        landed = context["ti"].xcom_pull(task_ids="land")  # the run's landing, in its JSON form
+        landing = LandingResult.from_dict(landed) if isinstance(landed, dict) else None
+        found = _landed_summary(landing)
+        self.judged = (landing.dataset, *found) if landing and found else None
         return done
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from foodtaster.ops.redrive import RedrivePlan
 from foodtaster.state.lake import Lake, check_batch_id, check_date
 from foodtaster_airflow.ledger_step import note_run, show_release
 from foodtaster_airflow.steps import PipelineError, lake_from_env
@@ -27,7 +28,7 @@ def triggering_user(context: dict[str, Any]) -> str:
     return str(user) if user else f"Airflow run {context.get('run_id')}"
 
 
-def plan_redrive(dataset: str, params: dict[str, Any], run_id: str, by: str | None = None) -> dict[str, Any]:
+def plan_redrive(dataset: str, params: dict[str, Any], run_id: str, by: str | None = None) -> RedrivePlan:
     """Check the redrive DAG's params before Spark starts; what the redrive and release tasks do.
     A form that cannot be run raises UsageError: the task fails at once, saying why."""
     from foodtaster.errors import UsageError
@@ -61,16 +62,16 @@ def plan_redrive(dataset: str, params: dict[str, Any], run_id: str, by: str | No
     # date_to is date_from when not given
     if date_from and date_to and day("From batch date", date_from) > day("To batch date", date_to):
         raise UsageError(f"From {date_from[:10]} is after To {date_to[:10]}")
-    return {
-        "lake": lake_from_env().root, "redrive": bool(date_from), "release": release_batch,
-        "date_from": date_from[:10] if date_from else None, "date_to": date_to[:10] if date_to else None,
-        "rule": given("rule"), "batch_id": batch_id,
-        "message_id": given("message_id"), "dry_run": bool(params.get("dry_run", True)), "why": why,
-        "redrive_id": run_id_from(run_id)[:56], "by": (by or f"Airflow run {run_id}")[:200],
-    }
+    return RedrivePlan(
+        dataset=dataset, lake=lake_from_env().root, redrive=bool(date_from), release=release_batch,
+        date_from=date_from[:10] if date_from else None, date_to=date_to[:10] if date_to else None,
+        rule=given("rule"), batch_id=batch_id, message_id=given("message_id"),
+        dry_run=bool(params.get("dry_run", True)), why=why, redrive_id=run_id_from(run_id)[:56],
+        by=(by or f"Airflow run {run_id}")[:200],
+    )
 
 
-def announce_redrive(dataset: str, planned: dict[str, Any], outlet_event: Any, dag_id: str,
+def announce_redrive(dataset: str, planned: RedrivePlan, outlet_event: Any, dag_id: str,
                      run_id: str) -> dict[str, Any]:
     """After the redrive job: its report in the log, its first line as the run's note (a dry
     run's too: what would move is what a person triggered it for), and the Asset event when
@@ -80,8 +81,8 @@ def announce_redrive(dataset: str, planned: dict[str, Any], outlet_event: Any, d
     from foodtaster.ops.redrive import describe
     from foodtaster.state.lake import exists, read_json
 
-    lake = Lake(planned["lake"])
-    uri = lake.report(dataset, "redrive-" + planned["redrive_id"]) + "/redrive.json"
+    lake = Lake(planned.lake)
+    uri = lake.report(dataset, "redrive-" + planned.redrive_id) + "/redrive.json"
     if not exists(uri):
         raise PipelineError(f"the redrive job wrote no report at {uri}")
     report = read_json(uri)
@@ -96,18 +97,18 @@ def announce_redrive(dataset: str, planned: dict[str, Any], outlet_event: Any, d
     return extra
 
 
-def release(dataset: str, planned: dict[str, Any], outlet_event: Any) -> dict[str, Any]:
+def release(dataset: str, planned: RedrivePlan, outlet_event: Any) -> dict[str, Any]:
     """Publish a held batch's staged valid rows (`foodtaster.state.release`), with the Asset event."""
     from airflow.sdk.exceptions import AirflowSkipException
 
     from foodtaster.state.release import release_batch
 
-    if not planned["release"]:
+    if not planned.release:
         raise AirflowSkipException("no batch to release")
-    done = release_batch(Lake(planned["lake"]), dataset, planned["release"], planned["why"], planned["by"])
+    done = release_batch(Lake(planned.lake), dataset, planned.release, planned.why, planned.by)
     outlet_event.extra = {"dataset": dataset, "batch_id": done["batch_id"], "batch_date": done["batch_date"],
                           "table": done["table"], "snapshot_id": done["snapshot_id"], "tag": done["tag"],
                           "valid": done["valid"], "released": done["released"]}
     log.info("dataset=%s batch=%s event=released table=%s tag=%s by=%s why=%s", dataset, done["batch_id"],
-             done["table"], done["tag"], planned["by"], planned["why"])
+             done["table"], done["tag"], planned.by, planned.why)
     return {**outlet_event.extra, "held_run": show_release(dataset, done["batch_id"])}

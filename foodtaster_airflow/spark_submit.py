@@ -63,22 +63,9 @@ def job_arguments(dataset: str, landed: LandingResult | None = None, run_id: str
     ]
 
 
-def _planned(key: str) -> str:
-    return "{{ ti.xcom_pull(task_ids='plan')['" + key + "'] }}"
-
-
 def retry_arguments(dataset: str, lake: str, run_id: str) -> list[str]:
     """The retry pass's command line: it takes no batch, it judges the rows that are due."""
     return ["--dataset", dataset, "--lake", lake, "--run-id", run_id]
-
-
-def redrive_arguments(dataset: str) -> list[str]:
-    """The redrive job's command line (`spark_jobs/redrive.py`), rendered from the plan task's
-    result; an empty option renders as `None`, which the job reads as not given."""
-    options = (("--from", "date_from"), ("--to", "date_to"), ("--rule", "rule"), ("--batch", "batch_id"),
-               ("--message-id", "message_id"), ("--dry-run", "dry_run"), ("--redrive-id", "redrive_id"),
-               ("--why", "why"), ("--by", "by"), ("--lake", "lake"))
-    return ["--dataset", dataset, *(part for flag, key in options for part in (flag, _planned(key)))]
 
 
 def parse_conf(text: str | None) -> dict[str, str]:
@@ -233,6 +220,24 @@ class ValidateBatchOperator(BaseOperator):
             held = getattr(self.submission, "log", None)
             if isinstance(held, SparkOutputLog):
                 held.flush()
+
+
+class RedriveOperator(ValidateBatchOperator):
+    """The redrive job (`spark_jobs/redrive.py`) of a dataset, its command line the plan task's
+    `RedrivePlan` (`planned`: its XComArg, resolved to its JSON form when the task runs)."""
+
+    template_fields: Sequence[str] = (*ValidateBatchOperator.template_fields, "planned")
+
+    def __init__(self, *, dataset: str, planned: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("name", f"foodtaster-redrive-{dataset}")
+        super().__init__(dataset=dataset, arguments=["--dataset", dataset], **kwargs)
+        self.planned = planned
+
+    def execute(self, context: Any) -> dict[str, Any] | None:
+        from foodtaster.ops.redrive import RedrivePlan
+
+        self.application_args = RedrivePlan.from_json(self.planned).arguments()
+        return super().execute(context)
 
 
 class RetryPassOperator(ValidateBatchOperator):

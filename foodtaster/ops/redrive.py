@@ -4,13 +4,16 @@
         [--batch 20261121] [--message-id m-1] [--dry-run] [--why "contract: lowercase currency"]
 
 No Spark is imported here; `run` starts a session only once the arguments are good.
-An empty value (`--rule ""`, as the DAG renders an empty param) means "not given".
+An empty value (`--rule ""`) means "not given". The redrive DAG's plan task checks its form
+into a `RedrivePlan`, whose `arguments` are this command line for the Spark job.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from foodtaster.state.lake import check_batch_id, check_date, run_id_from
@@ -20,7 +23,7 @@ OUTCOMES = ("published", "duplicate", "quarantined")
 
 def _optional(check=None):
     def convert(value: str) -> str | None:
-        if value in ("", "None"):
+        if value == "":
             return None
         try:
             return check(value) if check else value
@@ -29,12 +32,42 @@ def _optional(check=None):
     return convert
 
 
-def _flag(value: str) -> bool:
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    if value.lower() in ("0", "false", "no", "off", "", "none"):
-        return False
-    raise argparse.ArgumentTypeError(f"{value!r} is not yes or no")
+@dataclass(frozen=True)
+class RedrivePlan:
+    """A redrive run's checked form (`foodtaster_airflow.redrive_steps.plan_redrive`): what its
+    release and redrive tasks do. Crosses tasks as its JSON form (`to_json`, `from_json`)."""
+
+    dataset: str
+    lake: str
+    redrive: bool  # a date range was given: the Spark job runs
+    release: str | None  # the held batch to release first
+    date_from: str | None
+    date_to: str | None
+    rule: str | None
+    batch_id: str | None
+    message_id: str | None
+    dry_run: bool
+    why: str
+    redrive_id: str
+    by: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> RedrivePlan:
+        return cls(**document)
+
+    def arguments(self) -> list[str]:
+        """The redrive job's command line (`add_arguments`): an absent value is left out."""
+        if not self.redrive:
+            raise ValueError(f"the plan of redrive {self.redrive_id} has no date range: nothing to redrive")
+        options = (("--from", self.date_from), ("--to", self.date_to), ("--rule", self.rule),
+                   ("--batch", self.batch_id), ("--message-id", self.message_id),
+                   ("--redrive-id", self.redrive_id), ("--why", self.why), ("--by", self.by),
+                   ("--lake", self.lake))
+        given = [part for flag, value in options if value for part in (flag, value)]
+        return ["--dataset", self.dataset, *given, *(["--dry-run"] if self.dry_run else [])]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,8 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=_optional(check_batch_id), default=None, help="only this batch")
     parser.add_argument("--message-id", type=_optional(), default=None,
                         help="only the messages with this value of the contract's unique key")
-    parser.add_argument("--dry-run", nargs="?", const=True, default=False, type=_flag,
-                        help="judge and count by rule; move nothing")
+    parser.add_argument("--dry-run", action="store_true", help="judge and count by rule; move nothing")
     parser.add_argument("--redrive-id", type=_optional(run_id_from), default=None,
                         help="this redrive's id (its rows are batch redrive-<id>); default: time+random")
     parser.add_argument("--why", default="", help="why (the fix): recorded in the history and the ledger")

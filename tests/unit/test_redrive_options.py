@@ -9,9 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from foodtaster.errors import UsageError
-from foodtaster.ops.redrive import add_arguments, describe, selection_words
+from foodtaster.ops.redrive import RedrivePlan, add_arguments, describe, selection_words
 from foodtaster_airflow.redrive_steps import plan_redrive, triggering_user
-from foodtaster_airflow.spark_submit import redrive_arguments
 
 
 def _parse(argv):
@@ -20,9 +19,9 @@ def _parse(argv):
     return parser.parse_args(argv)
 
 
-def test_the_dags_rendered_empty_options_mean_not_given():
-    args = _parse(["--dataset", "orders", "--from", "2026-11-21", "--to", "2026-11-21", "--rule", "None",
-                   "--batch", "None", "--message-id", "", "--dry-run", "False", "--why", "", "--by", "x"])
+def test_empty_options_mean_not_given():
+    args = _parse(["--dataset", "orders", "--from", "2026-11-21", "--to", "2026-11-21", "--rule", "",
+                   "--message-id", "", "--why", "", "--by", "x"])
     assert (args.rule, args.batch, args.message_id, args.dry_run) == (None, None, None, False)
     assert _parse(["--dataset", "o", "--from", "2026-11-21", "--to", "2026-11-22", "--dry-run"]).dry_run
 
@@ -35,20 +34,29 @@ def test_bad_dates_and_batches_are_usage_errors():
         _parse(["--dataset", "o", "--from", "2026-11-01", "--to", "2026-11-21", "--batch", "../x"])
 
 
-def test_every_templated_option_is_one_the_job_knows():
-    arguments = redrive_arguments("orders")
-    flags = [a for a in arguments if a.startswith("--")]
-    rendered = [a if a.startswith("--") or a == "orders" else "2026-11-21" for a in arguments]
-    rendered[rendered.index("--dry-run") + 1] = "True"
-    assert len(flags) == 11 and _parse(rendered).dataset == "orders"
+def test_a_plan_is_the_jobs_command_line_and_crosses_tasks_as_json(monkeypatch, tmp_path):
+    monkeypatch.setenv("FOODTASTER_LAKE", str(tmp_path))
+    form = {"date_from": "2026-11-21", "dry_run": False, "rule": "currency.isin", "batch_id": "20261121",
+            "message_id": "m-1", "why": "contract fix"}
+    plan = plan_redrive("orders", form, "manual__2026-11-27T03:54:01", by="alice")
+    assert RedrivePlan.from_json(plan.to_json()) == plan
+    args = _parse(plan.arguments())
+    assert (args.dataset, args.date_from, args.date_to, args.rule, args.batch, args.message_id) == (
+        "orders", "2026-11-21", "2026-11-21", "currency.isin", "20261121", "m-1")
+    assert (args.dry_run, args.why, args.by, args.lake) == (False, "contract fix", "alice", str(tmp_path))
+    assert args.redrive_id == plan.redrive_id
+    dry = _parse(plan_redrive("orders", {"date_from": "2026-11-21"}, "r").arguments())
+    assert dry.dry_run and (dry.rule, dry.batch, dry.message_id) == (None, None, None)  # dry by default
+    with pytest.raises(ValueError, match="nothing to redrive"):
+        plan_redrive("orders", {"release_batch": "20261121", "why": "w"}, "r").arguments()
 
 
 def test_the_form_is_checked_before_spark_starts(monkeypatch, tmp_path):
     monkeypatch.setenv("FOODTASTER_LAKE", str(tmp_path))
     plan = plan_redrive("orders", {"date_from": "2026-11-21", "dry_run": False, "rule": ""}, "manual__x")
-    assert plan["date_to"] == "2026-11-21" and plan["rule"] is None
-    assert plan["redrive"] and not plan["release"]
-    assert plan_redrive("orders", {"release_batch": "20261121", "why": "checked"}, "r")["redrive"] is False
+    assert plan.date_to == "2026-11-21" and plan.rule is None
+    assert plan.redrive and not plan.release
+    assert plan_redrive("orders", {"release_batch": "20261121", "why": "checked"}, "r").redrive is False
     with pytest.raises(UsageError, match="From batch date"):
         plan_redrive("orders", {}, "r")
     with pytest.raises(UsageError, match="needs Why"):
@@ -68,7 +76,7 @@ def test_a_release_names_the_person_who_triggered_it(monkeypatch, tmp_path):
     by = triggering_user({"dag_run": run, "run_id": "manual__2026-11-27T03:54:01"})
     assert by == "alice"
     planned = plan_redrive("orders", {"release_batch": "20261121", "why": "ok"}, "manual__x", by=by)
-    assert planned["by"] == "alice"
+    assert planned.by == "alice"
     assert triggering_user({"dag_run": SimpleNamespace(triggering_user_name="dag_test")}).endswith(
         " (airflow dags test)")
 
