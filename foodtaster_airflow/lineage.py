@@ -30,6 +30,7 @@ from airflow.providers.standard.decorators.python import _PythonDecoratedOperato
 from foodtaster.landing import LandingResult
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake, exists, read_json
+from foodtaster.summary import BatchSummary
 from foodtaster_airflow.spark_submit import ValidateBatchOperator
 
 if TYPE_CHECKING:
@@ -85,25 +86,25 @@ def _column(rule: str) -> str | None:
     return rule.split("(", 1)[0].rsplit(".", 1)[0]
 
 
-def assertions(summary: dict[str, Any], alert_rate: float, hold_rate: float) -> list[Any]:
+def assertions(summary: BatchSummary, alert_rate: float, hold_rate: float) -> list[Any]:
     """Every check of the batch as an OpenLineage assertion."""
     from openlineage.client.facet_v2 import data_quality_assertions_dataset
 
     assertion = data_quality_assertions_dataset.Assertion
     found = [assertion(assertion=rule, success=False, column=_column(rule), severity="quarantine",
-                       actual=f"{count} messages") for rule, count in (summary.get("reasons") or {}).items()]
-    for result in (summary.get("gate") or {}).get("results") or ():
+                       actual=f"{count} messages") for rule, count in summary.reasons.items()]
+    for result in summary.gate.results:
         found.append(assertion(assertion=str(result.get("expectation")), success=bool(result.get("success")),
                                column=result.get("column"), severity="error",
                                actual=None if result.get("observed") is None else str(result["observed"])))
-    rate = float(summary.get("quarantine_rate") or 0.0)
+    rate = summary.quarantine_rate
     for name, threshold, severity in (("alert_rate", alert_rate, "warn"), ("hold_rate", hold_rate, "error")):
         found.append(assertion(assertion=f"quarantine_rate_below_{name}", success=rate < threshold,
                                severity=severity, expected=f"< {threshold}", actual=f"{rate:.6f}"))
     return found
 
 
-def batch_lineage(dataset: str, summary: dict[str, Any], lake_root: str, *, published: bool | None = None,
+def batch_lineage(dataset: str, summary: BatchSummary, lake_root: str, *, published: bool | None = None,
                   zones: tuple[str, ...] = ("valid", "quarantine")) -> OperatorLineage:
     """The batch's lineage: the raw batch in, `zones` out, with the facets above."""
     from airflow.providers.openlineage.extractors.base import OperatorLineage
@@ -116,15 +117,13 @@ def batch_lineage(dataset: str, summary: dict[str, Any], lake_root: str, *, publ
 
     config = get_dataset(dataset)
     namespace, root = namespace_and_root(lake_root)
-    verdict = summary.get("verdict") or {}
-    shown = ("published" if (summary.get("published") if published is None else published)
-             else "held" if not verdict.get("publish", True) else "staged")
+    shown = ("published" if (summary.published if published is None else published)
+             else "held" if not summary.verdict.publish else "staged")
     batch = batch_facet_class()(
-        batchId=str(summary["batch_id"]), batchDate=str(summary["batch_date"]), verdict=shown,
-        messages=int(summary["messages"]), valid=int(summary["valid"]),
-        quarantined=int(summary["quarantined"]),
-        duplicatesDropped=int(summary.get("duplicates_dropped") or 0),
-        quarantineRate=float(summary["quarantine_rate"]), why=list(verdict.get("why") or ()))
+        batchId=summary.batch_id, batchDate=summary.batch_date, verdict=shown,
+        messages=summary.messages, valid=summary.valid, quarantined=summary.quarantined,
+        duplicatesDropped=summary.duplicates_dropped, quarantineRate=summary.quarantine_rate,
+        why=list(summary.verdict.why))
     assertions_facet = data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
         assertions=assertions(summary, config.alert_rate, config.hold_rate))
     rows = {"valid": batch.valid, "quarantine": batch.quarantined}
@@ -153,18 +152,16 @@ def _table_name(dataset: str, zone: str, lake_root: str) -> tuple[str, str]:
     return namespace_and_root(table.location())
 
 
-def _table_facets(summary: dict[str, Any], zone: str) -> dict[str, Any]:
+def _table_facets(summary: BatchSummary, zone: str) -> dict[str, Any]:
     """`symlinks` (the catalog's name of the table), `catalog` and `version` (the snapshot this run
     made), from the summary's tables."""
     from openlineage.client.generated.catalog_dataset import CatalogDatasetFacet
     from openlineage.client.generated.dataset_version_dataset import DatasetVersionDatasetFacet
     from openlineage.client.generated.symlinks_dataset import Identifier, SymlinksDatasetFacet
 
-    from foodtaster.summary import BatchTables
-
-    if not summary.get("tables"):
+    tables = summary.tables
+    if tables is None:
         return {}
-    tables = BatchTables.from_json(summary["tables"])
     identifier = tables.names.identifier(zone)
     snapshot = (tables.quarantine_snapshot if zone == "quarantine"
                 else tables.published_snapshot or tables.staged_snapshot)
@@ -178,12 +175,12 @@ def _table_facets(summary: dict[str, Any], zone: str) -> dict[str, Any]:
     return facets
 
 
-def _landed_summary(landing: LandingResult | None) -> tuple[dict[str, Any], str] | None:
+def _landed_summary(landing: LandingResult | None) -> tuple[BatchSummary, str] | None:
     """The summary of the batch the run landed, and the lake's root; None when there is none."""
     if landing is None or landing.empty or not landing.dataset:
         return None
     uri = Lake(landing.lake).summary(landing.dataset, landing.batch_id)
-    return (read_json(uri), landing.lake) if exists(uri) else None
+    return (BatchSummary.from_json(read_json(uri)), landing.lake) if exists(uri) else None
 
 
 # The provider asks for lineage in a process it forks after the task: that process has no channel
@@ -193,7 +190,7 @@ def _landed_summary(landing: LandingResult | None) -> tuple[dict[str, Any], str]
 class ValidateWithLineage(ValidateBatchOperator):
     """The validate task, answering the OpenLineage provider with the batch it judged."""
 
-    judged: tuple[dict[str, Any], str] | None = None
+    judged: tuple[BatchSummary, str] | None = None
 
     def execute(self, context: Any) -> dict[str, Any] | None:
         done = super().execute(context)
@@ -208,7 +205,7 @@ class PublishWithLineage(_PythonDecoratedOperator):
     """The publish task (a `@task`), answering with the valid rows it made visible."""
 
     custom_operator_name = "@task"
-    judged: tuple[str, dict[str, Any], str] | None = None
+    judged: tuple[str, BatchSummary, str] | None = None
 
     def execute(self, context: Any) -> Any:
         done = super().execute(context)

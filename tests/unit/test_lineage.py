@@ -7,7 +7,14 @@ import json
 
 from openlineage.client.serde import Serde
 
+from foodtaster.summary import BatchSummary
 from foodtaster_airflow.lineage import _column, batch_lineage, namespace_and_root
+
+
+def _summary(**document) -> BatchSummary:
+    """A judged batch of orders as the job writes its summary; `document` the keys a test sets."""
+    verdict = {"publish": True, "alert": False, "severity": "ok", **document.pop("verdict", {})}
+    return BatchSummary.from_json({"dataset": "orders", "run_id": "r1", "verdict": verdict, **document})
 
 
 def test_the_lake_names_the_namespace_and_a_rule_its_column_path():
@@ -20,13 +27,13 @@ def test_the_lake_names_the_namespace_and_a_rule_its_column_path():
 
 
 def test_the_outputs_carry_metrics_assertions_and_the_verdict():
-    summary = {"batch_id": "20261121", "batch_date": "2026-11-21", "messages": 500, "valid": 350,
-               "quarantined": 146, "duplicates_dropped": 4, "quarantine_rate": 0.292,
-               "reasons": {"currency.isin": 60, "json.invalid": 40},
-               "gate": {"passed": True, "results": [{
-                   "expectation": "expect_column_values_to_not_be_null", "column": "order_id",
-                   "success": True, "observed": None}]},
-               "verdict": {"publish": False, "why": ["quarantine rate 29.20% >= hold_rate 20.00%"]}}
+    summary = _summary(batch_id="20261121", batch_date="2026-11-21", messages=500, valid=350,
+                       quarantined=146, duplicates_dropped=4, quarantine_rate=0.292,
+                       reasons={"currency.isin": 60, "json.invalid": 40},
+                       gate={"passed": True, "results": [{
+                           "expectation": "expect_column_values_to_not_be_null", "column": "order_id",
+                           "success": True, "observed": None}]},
+                       verdict={"publish": False, "why": ["quarantine rate 29.20% >= hold_rate 20.00%"]})
     lineage = batch_lineage("orders", summary, "/srv/lake")
     events = [json.loads(Serde.to_json(dataset)) for dataset in lineage.outputs]
     by_zone = {dataset["name"]: dataset["facets"] for dataset in events}
@@ -62,13 +69,12 @@ def test_the_tables_are_named_by_their_location_with_the_catalogs_name_and_the_s
     tables = DatasetTables(lake, "orders")
     staged = tables.table(VALID).snapshot_by_name("audit-20261121").snapshot_id
     quarantined = tables.table(QUARANTINE).current_snapshot().snapshot_id
-    summary = {"batch_id": "20261121", "batch_date": "2026-11-21", "messages": 2, "valid": 1,
-               "quarantined": 1, "duplicates_dropped": 0, "quarantine_rate": 0.5,
-               "verdict": {"publish": False},
-               "tables": {"names": {"valid": "orders", "quarantine": "orders_quarantine",
-                                    "namespace": "foodtaster", "catalog": "foodtaster"},
-                          "branch": "audit-20261121", "staged_snapshot": staged,
-                          "quarantine_snapshot": quarantined}}
+    summary = _summary(batch_id="20261121", batch_date="2026-11-21", messages=2, valid=1,
+                       quarantined=1, duplicates_dropped=0, quarantine_rate=0.5, verdict={"publish": False},
+                       tables={"names": {"valid": "orders", "quarantine": "orders_quarantine",
+                                         "namespace": "foodtaster", "catalog": "foodtaster"},
+                               "branch": "audit-20261121", "staged_snapshot": staged,
+                               "quarantine_snapshot": quarantined})
     events = [json.loads(Serde.to_json(d)) for d in batch_lineage("orders", summary, lake.root).outputs]
     by_table = {d["facets"]["symlinks"]["identifiers"][0]["name"]: d for d in events}
     assert set(by_table) == {"foodtaster.orders", "foodtaster.orders_quarantine"}
