@@ -237,7 +237,6 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
     def read_verdict(landed: Upstream) -> dict:
         return steps.read_verdict(dataset, landed)
 
-    @lineage.publish_task(task_id="publish", outlets=[asset], **UNPRINTED)  # @task, with OpenLineage facets
     def publish(decision: Upstream, **context) -> dict:
         return steps.publish(dataset, decision, context["outlet_events"][asset])
 
@@ -270,9 +269,10 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
         **VALIDATE_RETRIES,
     )
     decision = read_verdict(landed)
-    published = publish(decision)
+    published = lineage.PublishWithLineage(task_id="publish", python_callable=publish, op_args=[decision],
+                                           landed=landed, outlets=[asset], **UNPRINTED)
     alerted = alert(decision)
-    recorded = ledger(landed, decision, published, alerted)
+    recorded = ledger(landed, decision, published.output, alerted)
 
     gate_open >> validate >> decision
     validate >> _retry_task(dataset, landed)

@@ -21,11 +21,11 @@ the provider asks nothing and nothing here runs.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
-from airflow.providers.common.compat.sdk import task_decorator_factory
-from airflow.providers.standard.decorators.python import _PythonDecoratedOperator
+from airflow.providers.standard.operators.python import PythonOperator
 
 from foodtaster.landing import LandingResult
 from foodtaster.registry import get_dataset
@@ -201,16 +201,20 @@ class ValidateWithLineage(ValidateBatchOperator):
         return batch_lineage(self.dataset, *self.judged) if self.judged else None
 
 
-class PublishWithLineage(_PythonDecoratedOperator):
-    """The publish task (a `@task`), answering with the valid rows it made visible."""
+class PublishWithLineage(PythonOperator):
+    """The publish task, answering with the valid rows it made visible: a PythonOperator whose
+    `landed` is the land task's result (its XComArg, resolved to its JSON form when it runs)."""
 
-    custom_operator_name = "@task"
+    template_fields: Sequence[str] = (*PythonOperator.template_fields, "landed")
     judged: tuple[str, BatchSummary, str] | None = None
+
+    def __init__(self, *, landed: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.landed = landed
 
     def execute(self, context: Any) -> Any:
         done = super().execute(context)
-        landed = context["ti"].xcom_pull(task_ids="land")  # the run's landing, in its JSON form
-        landing = LandingResult.from_dict(landed) if isinstance(landed, dict) else None
+        landing = LandingResult.from_dict(self.landed) if isinstance(self.landed, dict) else None
         found = _landed_summary(landing)
         self.judged = (landing.dataset, *found) if landing and found else None
         return done
@@ -220,8 +224,3 @@ class PublishWithLineage(_PythonDecoratedOperator):
             return None
         dataset, summary, lake_root = self.judged
         return batch_lineage(dataset, summary, lake_root, published=True, zones=("valid",))
-
-
-def publish_task(**kwargs: Any) -> Any:
-    """`@task(...)` whose operator is PublishWithLineage."""
-    return task_decorator_factory(decorated_operator_class=PublishWithLineage, **kwargs)

@@ -193,7 +193,7 @@ class ValidateBatchOperator(BaseOperator):
     def check_spark_binary(self, hook: SparkJobHook) -> None:
         """Fail at once, saying what to do, when the spark-submit the hook would start is not
         there: the provider's FileNotFoundError was retried, each retry logging "No tasks to run"."""
-        binary = getattr(hook, "_spark_binary", None) or "spark-submit"
+        binary = hook.spark_binary or "spark-submit"  # the connection's extra, resolved by the hook
         path = (self.env_vars or {}).get("PATH") or os.environ.get("PATH", "")
         if shutil.which(binary, path=path) is None:
             raise AirflowFailException(

@@ -532,3 +532,7 @@ def test_no_spark_submit_on_path_fails_at_once_saying_what_to_do(monkeypatch, tm
     (tmp_path / "spark-submit").write_text("#!/bin/sh\n")
     (tmp_path / "spark-submit").chmod(0o755)
     operator.check_spark_binary(operator.spark_hook())  # there: no failure
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps(
+        {"conn_type": "spark", "host": "local[*]", "extra": {"spark-binary": "spark3-submit"}}))
+    with pytest.raises(AirflowFailException, match="spark3-submit is not on PATH"):  # the connection's
+        operator.check_spark_binary(operator.spark_hook())
