@@ -299,7 +299,7 @@ def table_lines(lake: Lake, dataset: str, batch_id: str) -> list[str]:
 
 def catalog_lines(lake: Lake) -> list[str]:
     """How a reader with only pyiceberg opens the demo's tables."""
-    from foodtaster.state.tables import embedded_catalog_properties
+    from foodtaster.state.catalog import embedded_catalog_properties
 
     props = embedded_catalog_properties(lake)
     return ["Tables (Apache Iceberg, in the embedded SQLite catalog of the lake; README, "
@@ -646,8 +646,8 @@ def postgres_catalog(af: LocalAirflow) -> str:
     Returns what it did, for a person."""
     from pyiceberg.catalog.sql import SqlCatalog
 
+    from foodtaster.state.catalog import embedded_catalog_properties, existing_catalog, move_tables
     from foodtaster.state.lake import Lake
-    from foodtaster.state.tables import embedded_catalog_properties, existing_catalog, move_tables
 
     lake = Lake(af.lake)
     if not (af.db_url or "").startswith("postgresql"):

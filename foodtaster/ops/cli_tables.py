@@ -34,7 +34,8 @@ def add_tables_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def tables_show(args: argparse.Namespace) -> int:
-    from foodtaster.state.tables import ZONES, DatasetTables, describe_catalog
+    from foodtaster.state.catalog import describe_catalog
+    from foodtaster.state.tables import ZONES, DatasetTables
 
     lake, dataset = dataset_and_lake(args)
     tables = DatasetTables(lake, dataset)

@@ -101,7 +101,7 @@ def commit_rows(lake: Lake, dataset: str, zone: str, batch_date: str, batch_id: 
 def use_catalog_of(lake: Lake, monkeypatch) -> None:
     """Configure the catalog `foodtaster` as pyiceberg users do (`PYICEBERG_CATALOG__...`): the one
     embedded in `lake`, for a lake whose folders are elsewhere (an object store through fsspec)."""
-    from foodtaster.state.tables import embedded_catalog_properties
+    from foodtaster.state.catalog import embedded_catalog_properties
 
     for key, value in embedded_catalog_properties(lake).items():
         monkeypatch.setenv(f"PYICEBERG_CATALOG__FOODTASTER__{key.upper()}", value)
@@ -137,8 +137,9 @@ def copy_lake(lake: Lake, target: Path) -> Lake:
     each audit branch (its run kept, so a held batch can still be released). History is not kept."""
     import shutil
 
+    from foodtaster.state.catalog import catalog
     from foodtaster.state.publish import RUN_PROPERTY, commit_files, said
-    from foodtaster.state.tables import AUDIT_PREFIX, MAIN, REQUIRED_FIELDS, catalog
+    from foodtaster.state.tables import AUDIT_PREFIX, MAIN, REQUIRED_FIELDS
 
     shutil.copytree(lake.root, target, ignore=shutil.ignore_patterns("_catalog", "warehouse"))
     copy = Lake(str(target))
