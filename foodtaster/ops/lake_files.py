@@ -66,7 +66,7 @@ def with_batch_verdict(page: str, record: dict[str, Any], config: DatasetConfig)
 def alert_file(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str,
                name: str) -> tuple[bytes, str]:
     """An alert written for one of the dataset's batches (`<batch_id>-<kind>.html`, its chart
-    `<batch_id>-<kind>-trend.png`), and its media type."""
+    `<batch_id>-<kind>-trend.png`) or refused runs (`refused-<run>.html`), and its media type."""
     config = _config(datasets, dataset)
     if not ALERT_FILE.fullmatch(name):
         raise PageNotFound(f"{name!r} is not the name of an alert file")

@@ -38,7 +38,7 @@ from foodtaster.policy import split_why
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json
 from foodtaster.state.ledger import LedgerEntry, batch_entries
-from foodtaster.state.refusals import Refusal, refusals
+from foodtaster.state.refusals import Refusal, alert_stem, refusals
 from foodtaster.summary import BatchTables
 
 __all__ = ["PageNotFound", "alert_kinds", "batch_page", "batches_page", "error_page", "in_lake", "trend_png"]
@@ -219,17 +219,19 @@ def _refusals_table(dataset: str, refused: list[Refusal]) -> str:
     if not refused:
         return ""
     rows = "".join(
-        f"<tr class=refusal><td>{_e(_when(r.at))}</td><td>{_e(r.batch_id)}"
+        f"<tr class=refusal><td>{_e(_when(r.at))}</td><td>"
+        + (_e(r.batch_id) if r.batch_id else "<span class=muted>none landed</span>")
         + (f"<span class=who>inbox date {_e(r.batch_date)}</span>" if r.batch_date else "")
         + f"</td><td>{_e(r.task)}</td><td class=\"verdict held\">refused<span class=who>{_e(r.reason)}"
         f"</span></td><td class=links>{_run_link(r.dag_id, r.run_id, '')}"
-        f" <a class=alert href=\"datasets/{quote(dataset)}/alerts/{quote(r.batch_id)}-refused.html\">"
+        f" <a class=alert href=\"datasets/{quote(dataset)}/alerts/{quote(alert_stem(r.run_id))}.html\">"
         "alert</a></td></tr>"
         for r in refused)
     return ("<h3>Refused runs</h3><p class=muted>A refused run judged nothing: no batch above is "
-            "its. Its reason says what to do instead.</p><table><thead><tr><th>when</th><th>batch"
-            "</th><th>task</th><th>why</th><th>links</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>")
+            "its. Each is filed under its run; its batch is the one it landed (none when it was "
+            "refused before landing), and its reason says what to do instead.</p><table><thead>"
+            "<tr><th>when</th><th>batch landed</th><th>task</th><th>why</th><th>links</th></tr>"
+            f"</thead><tbody>{rows}</tbody></table>")
 
 
 def _run_link(dag_id: str, run_id: str, up: str) -> str:
