@@ -55,7 +55,7 @@ def alert_trend(lake: Lake, config: DatasetConfig, summary: dict[str, Any],
     A chart that cannot be drawn costs the alert its image, never the alert."""
     import time
 
-    from foodtaster.ops import trend
+    from foodtaster.ops import trend, trend_chart
     from foodtaster.state import ledger
 
     started = time.perf_counter()
@@ -63,7 +63,7 @@ def alert_trend(lake: Lake, config: DatasetConfig, summary: dict[str, Any],
     found = trend.dataset_trend(lake, config, until=summary["batch_date"], pending=pending,
                                 limit=ALERT_TREND_BATCHES)
     try:
-        chart = trend.render_trend(found)
+        chart = trend_chart.render_trend(found)
     except Exception as err:  # noqa: BLE001 - the alert goes out without its picture
         log.warning("dataset=%s batch=%s event=trend_chart_failed %s", config.name,
                     summary["batch_id"], err)

@@ -119,7 +119,7 @@ def build_batch_alert(
 
     `paths` adds to (and overrides) the summary's own `paths`, for locations only the caller knows
     (e.g. where the valid rows were published). `trend` (the dataset's recent batches, this one
-    included) adds the recent rate and its direction; `chart_png` (trend.render_trend) goes inline
+    included) adds the recent rate and its direction; `chart_png` (trend_chart.render_trend) goes inline
     in the email; `run_url` links the run in the Airflow UI; `producers` counts this batch's
     quarantined messages by producer (`trend.producers_ranked` over this batch alone), most first.
     `lake` shows its paths and samples' files relative to it; drift: `ops.drift.alert_blocks`.
