@@ -260,6 +260,16 @@ def _shape(value: Any) -> tuple[str, str, str]:
 _KEYS: dict[str, bytes] = {}
 
 
+def key_source(root: str | None = None) -> str:
+    """Which key `mask_key(root)` takes, in words (never the key): one a person can compare
+    with the job's, since another key gives every value another mask."""
+    if os.environ.get(KEY_ENV):
+        return f"the key in {KEY_ENV}"
+    from foodtaster.state.lake import Lake
+
+    return f"the mask key of the lake at {Lake(root or lake_root()).root} (_state/{KEY_STATE}/)"
+
+
 def mask_key(root: str | None = None) -> bytes:
     """The key masks are hashed with: `FOODTASTER_MASK_KEY`, else the lake's (made once)."""
     written = os.environ.get(KEY_ENV)
