@@ -81,3 +81,19 @@ def test_the_chart_draws_the_new_fields_and_each_producers_rate(lake):
     widths = [round(patch.get_width(), 6) for patch in bars.patches]
     assert widths == [round(1 / 1600, 6), round(2 / 399, 6), 1.0]  # highest rate on top
     assert [t.get_text() for t in bars.get_yticklabels()] == ["shop", "app", "(unknown)"]
+
+
+def test_a_batch_page_says_its_drift_counts_the_messages_read():
+    from foodtaster.drift import report
+    from foodtaster.ops import drift as drift_view
+
+    before = BatchDrift("20261103", "2026-11-03", 500, {"shop": 500}, (), {"note": 30})
+    batch = BatchDrift("20261104", "2026-11-04", 499, {"shop": 400, "app": 99},
+                       (PathCount("coupon", "app", 20),), {"note": 0})
+    summary = {"messages": 500, "drift": report(batch, [before], 3).to_json()}
+    section = drift_view.batch_section(summary)
+    assert ("<p>Counted over the 499 messages the job read (of 500: 1 could not be read, too large "
+            "or in an unreadable file, so no field of them is known): each row is one producer's "
+            "messages that carried the field, its share of those read, and of that producer's "
+            "messages.</p>") in section
+    assert "<td>coupon</td><td>app</td><td>20</td><td>4.01%</td><td>20.20% of 99</td>" in section
