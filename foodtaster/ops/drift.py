@@ -46,7 +46,8 @@ def alert_blocks(summary: dict[str, Any]) -> list[Block]:
         more = f" ({MAX_ROWS} of {len(new)})" if len(new) > MAX_ROWS else ""
         blocks.append(Table(
             f"New in this batch: fields the contract does not name{more}",
-            ("Field", "Producer", "Messages", "Share", "Of the producer's"),
+            ("Field", "Producer", "Messages with it", f"Share of the {report.messages} read",
+             "Of the producer's"),
             tuple((p.pattern, p.producer, str(p.messages), _percent(p.share), _of_producer(p))
                   for p in new[:MAX_ROWS])))
     if report.stopped:

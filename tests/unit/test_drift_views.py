@@ -97,3 +97,6 @@ def test_a_batch_page_says_its_drift_counts_the_messages_read():
             "messages that carried the field, its share of those read, and of that producer's "
             "messages.</p>") in section
     assert "<td>coupon</td><td>app</td><td>20</td><td>4.01%</td><td>20.20% of 99</td>" in section
+    new = drift_view.alert_blocks(summary)[0]  # the alert's table says what its share is of
+    assert new.columns == ("Field", "Producer", "Messages with it", "Share of the 499 read",
+                           "Of the producer's")
