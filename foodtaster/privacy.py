@@ -28,7 +28,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -84,6 +84,15 @@ class Masker:
         read = contract if contract is not None else config.read_contract()
         marked = contract_personal(read) | frozenset(config.personal)
         return cls(marked, mask_key(root) if marked else b"")  # nothing to mask: no key made
+
+    @classmethod
+    def for_readers(cls, config: DatasetConfig, root: str | None = None,
+                    contract: Contract | None = None) -> Masker:
+        """`for_dataset`, keyed even when the dataset marks nothing personal: a line nothing can
+        be told of is shown as its length and keyed hash in every dataset (`message`,
+        `reason_value`), with the lake's key, so one line carries one mask wherever it is read."""
+        masker = cls.for_dataset(config, root, contract)
+        return masker if masker.key else cls(masker.patterns, mask_key(root))
 
     @classmethod
     def of(cls, patterns: Iterable[str], key: bytes) -> Masker:
@@ -188,6 +197,16 @@ class Masker:
         LINE_LAYERS): its length and keyed hash, no character (`engine.judging.masking.opaque_column`)."""
         return f"{NOT_SHOWN}{len(text)} chars of the line, #{self.digest(text)}›"
 
+    def reason_value(self, reason: Mapping[str, Any]) -> Any:
+        """A reason's value as a person without the raw-payload permission may read it: the
+        start of a line (a bytes or parse reason's value, LINE_LAYERS) as `line_start`; any
+        other value, and one masked already (at the source, or by an earlier reader), as it is."""
+        value = reason.get("value")
+        if value is None or reason.get("layer") not in LINE_LAYERS \
+                or str(value).startswith((NOT_SHOWN, PERSONAL)):
+            return value
+        return self.line_start(str(value))
+
     def opaque(self, data: bytes, why: str) -> str:
         """A line nothing can be told of: its length, a keyed hash and why."""
         return f"{NOT_SHOWN}{len(data)} bytes, {why}, #{self.digest(data)}›"
@@ -239,6 +258,16 @@ def _shape(value: Any) -> tuple[str, str, str]:
 # ---- the key --------------------------------------------------------------------------------
 
 _KEYS: dict[str, bytes] = {}
+
+
+def key_source(root: str | None = None) -> str:
+    """Which key `mask_key(root)` takes, in words (never the key): one a person can compare
+    with the job's, since another key gives every value another mask."""
+    if os.environ.get(KEY_ENV):
+        return f"the key in {KEY_ENV}"
+    from foodtaster.state.lake import Lake
+
+    return f"the mask key of the lake at {Lake(root or lake_root()).root} (_state/{KEY_STATE}/)"
 
 
 def mask_key(root: str | None = None) -> bytes:

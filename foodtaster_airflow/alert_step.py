@@ -55,7 +55,7 @@ def alert_trend(lake: Lake, config: DatasetConfig, summary: dict[str, Any],
     A chart that cannot be drawn costs the alert its image, never the alert."""
     import time
 
-    from foodtaster.ops import trend
+    from foodtaster.ops import trend, trend_chart
     from foodtaster.state import ledger
 
     started = time.perf_counter()
@@ -63,7 +63,7 @@ def alert_trend(lake: Lake, config: DatasetConfig, summary: dict[str, Any],
     found = trend.dataset_trend(lake, config, until=summary["batch_date"], pending=pending,
                                 limit=ALERT_TREND_BATCHES)
     try:
-        chart = trend.render_trend(found)
+        chart = trend_chart.render_trend(found)
     except Exception as err:  # noqa: BLE001 - the alert goes out without its picture
         log.warning("dataset=%s batch=%s event=trend_chart_failed %s", config.name,
                     summary["batch_id"], err)
@@ -85,11 +85,13 @@ def current_run(dataset: str) -> tuple[str, str | None]:
     return getattr(context.get("dag"), "dag_id", dag_id), context.get("run_id")
 
 
-def refuse(dataset: str, batch_id: str, batch_date: str | None, task: str, reason: str,
+def refuse(dataset: str, batch_id: str | None, batch_date: str | None, task: str, reason: str,
            dag_id: str, run_id: str) -> NoReturn:
     """A task refused its run (`foodtaster.errors.refusal`): note it on the run, alert, and fail
-    the task at once, without retries, the reason as its last log line. An infrastructure
-    failure never comes here: it is raised as it is, and retried."""
+    the task at once, without retries, the reason as its last log line. `batch_id` is the batch
+    the run landed; None when it was refused before landing: a refusal is filed under its run,
+    never under a batch its conf only named. An infrastructure failure never comes here: it is
+    raised as it is, and retried."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from foodtaster.ops import alerts
@@ -98,13 +100,13 @@ def refuse(dataset: str, batch_id: str, batch_date: str | None, task: str, reaso
     reason = " ".join(reason.removeprefix(REFUSED_PREFIX).split())
     date = f", inbox date {batch_date}" if batch_date else ""
     record_refusal(Lake(lake_root()), dataset, Refusal(batch_id, batch_date, task, reason, dag_id, run_id))
-    ledger_step.note_run(dataset, batch_id, dag_id, run_id,
-                         f"{REFUSED_PREFIX}batch {batch_id}{date}: {reason}")
-    message = alerts.build_refusal_alert(dataset, batch_id, batch_date, task, reason,
+    refused = f"batch {batch_id}{date}" if batch_id else f"run {run_id}, nothing landed{date}"
+    ledger_step.note_run(dataset, batch_id or "none", dag_id, run_id, f"{REFUSED_PREFIX}{refused}: {reason}")
+    message = alerts.build_refusal_alert(dataset, batch_id, batch_date, task, reason, run_id=run_id,
                                          run_url=channels.run_url(dag_id, run_id))
     try:
         delivery = channels.deliver(message, get_dataset(dataset), Lake(lake_root()))
-        channels.log_delivery(dataset, batch_id, "refusal_alerted", delivery, Lake(lake_root()))
+        channels.log_delivery(dataset, batch_id or "none", "refusal_alerted", delivery, Lake(lake_root()))
     except Exception as err:  # noqa: BLE001 - the refusal stands; its alert is the courtesy
         log.warning("dataset=%s batch=%s event=refusal_alert_failed %s", dataset, batch_id, err)
     log.error("%s%s", REFUSED_PREFIX, reason)

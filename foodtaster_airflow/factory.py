@@ -221,10 +221,10 @@ def _pipeline(config: DatasetConfig, dag: DAG, *, reprocess: bool) -> None:
         except FoodtasterError as err:
             if not refusal(err):
                 raise
-            asked = conf.get("batch_id")  # the batch the refusal names: the one asked, else the day's
-            asked = asked if isinstance(asked, str) and BATCH_ID_PATTERN.match(asked) else None
-            alert_step.refuse(dataset, asked or date.replace("-", ""), None if asked else date,
-                         "land", str(err), dag.dag_id, context["run_id"])
+            # Filed under this run, which landed nothing: a batch id its conf names is another
+            # run's batch (often one that published fine), and the reason names it already.
+            alert_step.refuse(dataset, None, None if reprocess else date, "land", str(err),
+                              dag.dag_id, context["run_id"])
         ledger_step.note_run(dataset, landed["batch_id"], dag.dag_id, context["run_id"],
                        ledger_step.landing_note(landed))
         return landed

@@ -100,15 +100,9 @@ def batch(dataset: str, batch_id: str, raw: Annotated[bool, Depends(show_raw)],
         raise HTTPException(status_code=404, detail=str(err)) from err
 
 
-# Pages written into the lake (Data Docs, alerts) hold values a producer sent: served on the
-# UI's own origin, they may run no script and fetch nothing but their own folder's files. They
-# keep their origin (`allow-same-origin`, harmless without `allow-scripts`), so the images and
-# styles they fetch carry the user's session, as the pages' own fetch did.
-LAKE_PAGE_POLICY = ("sandbox allow-same-origin allow-popups allow-top-navigation-by-user-activation; "
-                    "default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'")
-
-
 def _lake_file(found: tuple[bytes, str]) -> Response:
+    from foodtaster.ops.lake_files import LAKE_PAGE_POLICY
+
     content, media_type = found
     return Response(content, media_type=media_type, headers={
         "Content-Security-Policy": LAKE_PAGE_POLICY, "X-Content-Type-Options": "nosniff",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from typing import TYPE_CHECKING, Any
@@ -44,6 +44,7 @@ from foodtaster.ops.trend import producer_label, write_png
 from foodtaster.policy import Verdict
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake, write_json, write_text
+from foodtaster.state.refusals import alert_stem
 from foodtaster.state.tables import batch_tag
 from foodtaster.summary import BatchTables
 
@@ -89,6 +90,11 @@ class Alert:
     html: str
     slack_sections: tuple[str, ...]  # mrkdwn, one Slack section block each
     images: tuple[InlineImage, ...] = ()  # shown in the HTML as <img src="cid:...">
+    stem: str = ""  # its files' name under _state/alerts/<dataset>/; default <batch_id>-<kind>
+
+    @property
+    def file_stem(self) -> str:
+        return self.stem or f"{self.batch_id}-{self.kind}"
 
     def slack_payload(self) -> dict[str, Any]:
         """A Slack incoming-webhook message: `text` for notifications, blocks for the channel."""
@@ -113,7 +119,7 @@ def build_batch_alert(
 
     `paths` adds to (and overrides) the summary's own `paths`, for locations only the caller knows
     (e.g. where the valid rows were published). `trend` (the dataset's recent batches, this one
-    included) adds the recent rate and its direction; `chart_png` (trend.render_trend) goes inline
+    included) adds the recent rate and its direction; `chart_png` (trend_chart.render_trend) goes inline
     in the email; `run_url` links the run in the Airflow UI; `producers` counts this batch's
     quarantined messages by producer (`trend.producers_ranked` over this batch alone), most first.
     `lake` shows its paths and samples' files relative to it; drift: `ops.drift.alert_blocks`.
@@ -268,24 +274,30 @@ def build_disabled_alert(
 
 
 def build_refusal_alert(
-    dataset: str, batch_id: str, batch_date: str | None, task: str, reason: str,
-    *, run_url: str | None = None,
+    dataset: str, batch_id: str | None, batch_date: str | None, task: str, reason: str,
+    *, run_id: str, run_url: str | None = None,
 ) -> Alert:
     """The alert for a run that refused its batch (`foodtaster.errors.refusal`): the task failed
     at once, without retries, since a retry would be refused the same way. `reason` says why
-    and what to do instead."""
-    subject = f"[foodtaster] {dataset} batch {batch_id}: REFUSED by the {task} task — not validated"
+    and what to do instead. Filed under the run (`refusals.alert_stem`): `batch_id` is the batch
+    the run landed, None when it was refused before landing anything."""
     date = f" (inbox date {batch_date})" if batch_date else ""
+    if batch_id:
+        subject = f"[foodtaster] {dataset} batch {batch_id}: REFUSED by the {task} task — not validated"
+        what = f"refused batch {batch_id}{date}"
+    else:
+        subject = f"[foodtaster] {dataset} run {run_id}: REFUSED by the {task} task — nothing landed"
+        what = f"was refused before it landed anything{date}"
     blocks: list[Block] = [
-        Para(f"The {task} task of a run of {dataset} refused batch {batch_id}{date} and failed at "
-             "once, without retries: a retry would be refused the same way. This run validated, "
-             "published and recorded nothing of the batch; its valid and quarantine tables "
-             "are as they were."),
+        Para(f"The {task} task of the {dataset} run {run_id} {what} and failed at once, without "
+             "retries: a retry would be refused the same way. This run validated, published and "
+             "recorded nothing; the valid and quarantine tables are as they were."),
         Items("Why, and what to do instead", (reason,)),
     ]
     if run_url:
         blocks.insert(1, Link("Airflow run", f"{dataset} run in the Airflow UI", run_url))
-    return _alert(dataset, batch_id, "refused", "warning", subject, blocks)
+    return replace(_alert(dataset, batch_id or "none", "refused", "warning", subject, blocks),
+                   stem=alert_stem(run_id))
 
 
 def email_message(alert: Alert, sender: str, recipients: Sequence[str]) -> EmailMessage:
@@ -317,11 +329,11 @@ def email_message(alert: Alert, sender: str, recipients: Sequence[str]) -> Email
 def write_alert_file(lake: Lake, alert: Alert) -> str:
     """Keep the alert in the lake and log it, for when no channel is configured.
 
-    Writes `<batch_id>-<kind>.html` (the alert as a page) and, next to it,
-    `<batch_id>-<kind>.json` (every field and the Slack payload); returns the
+    Writes `<file_stem>.html` (the alert as a page; `<batch_id>-<kind>` for a batch's) and,
+    next to it, `<file_stem>.json` (every field and the Slack payload); returns the
     HTML file's path.
     """
-    base = lake.state("alerts", alert.dataset, f"{alert.batch_id}-{alert.kind}")
+    base = lake.state("alerts", alert.dataset, alert.file_stem)
     page = alert.html
     for image in alert.images:  # a browser opening the file finds the chart beside it
         name = f"{base.rpartition('/')[2]}-{image.cid}.png"

@@ -38,10 +38,11 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    from foodtaster.ops import trend
+    from foodtaster.ops import trend_chart
 
     _add_lake_commands(commands)
-    trend.add_arguments(commands.add_parser("trend", help="the quarantine rate of every batch, as a chart"))
+    trend_chart.add_arguments(commands.add_parser(
+        "trend", help="the quarantine rate of every batch, as a chart"))
     add_way_out_commands(commands)
     add_contract_commands(commands)
     add_drift_command(commands)

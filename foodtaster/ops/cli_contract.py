@@ -31,6 +31,8 @@ def add_contract_commands(commands: argparse._SubParsersAction) -> None:
     check.add_argument("dataset", help="the dataset's name in pipeline.yaml")
     check.add_argument("file", help="a file of JSON lines, one message a line")
     check.add_argument("--limit", type=int, default=1000, help="judge at most this many lines (default 1000)")
+    check.add_argument("--lake", help="the lake whose mask key masks personal values, as the job's "
+                                      "(default: FOODTASTER_LAKE or ./data/lake)")
     check.set_defaults(run=contract_check)
     infer = verbs.add_parser("infer", help="a first JSON Schema (2020-12) from sample messages, printed; "
                                            "what the sample could not tell on stderr")
@@ -138,6 +140,7 @@ def contract_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from foodtaster.errors import NotFound, UsageError
+    from foodtaster.lake_paths import lake_root
     from foodtaster.registry import get_dataset
 
     config = get_dataset(args.dataset)
@@ -153,15 +156,16 @@ def contract_check(args: argparse.Namespace) -> int:
     from foodtaster.engine.judging.judging import validate_lines
     from foodtaster.engine.judging.masking import mask_reasons
     from foodtaster.engine.spark import build_session
-    from foodtaster.privacy import Masker
+    from foodtaster.privacy import Masker, key_source
 
+    masker = Masker.for_dataset(config, args.lake or lake_root(), contract)
     spark = build_session("foodtaster-contract-check")
     try:
         lines = read_lines(spark, str(file.resolve())).orderBy("_split_start", "_row_id").limit(args.limit)
         judged = validate_lines(lines, contract, config.max_message_bytes)
         # a person reads these reasons: their personal values masked as the job writes them
         masked = mask_reasons(judged.select(F.col("_reasons").alias("reasons")),
-                              Masker.for_dataset(config, contract=contract))
+                              masker)
         rows = masked.collect()
     finally:
         spark.stop()
@@ -177,4 +181,7 @@ def contract_check(args: argparse.Namespace) -> int:
                   f"{printable(reason.message)}")
     print(f"{len(rows)} judged, {len(rows) - failed} ok, {failed} with reasons ({config.name}, "
           f"{contract.source or config.contract})")
+    # The same value masks alike only under the same key: say which one, to compare with the job's.
+    print(f"personal values masked with {key_source(args.lake or lake_root())}" if masker.paths
+          else f"{config.name} marks nothing personal: no value masked")
     return 1 if failed else 0

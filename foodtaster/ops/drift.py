@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from foodtaster.drift import DriftReport, SeenPath, new_per_batch, over_range
+from foodtaster.drift import BatchDrift, DriftReport, SeenPath, new_per_batch, over_range
+from foodtaster.drift import report as drift_report
 from foodtaster.ops.alert_render import Block, Items, Table
 from foodtaster.state.lake import Lake
 
@@ -45,7 +46,8 @@ def alert_blocks(summary: dict[str, Any]) -> list[Block]:
         more = f" ({MAX_ROWS} of {len(new)})" if len(new) > MAX_ROWS else ""
         blocks.append(Table(
             f"New in this batch: fields the contract does not name{more}",
-            ("Field", "Producer", "Messages", "Share", "Of the producer's"),
+            ("Field", "Producer", "Messages with it", f"Share of the {report.messages} read",
+             "Of the producer's"),
             tuple((p.pattern, p.producer, str(p.messages), _percent(p.share), _of_producer(p))
                   for p in new[:MAX_ROWS])))
     if report.stopped:
@@ -69,8 +71,12 @@ def batch_section(summary: dict[str, Any]) -> str:
                 "(a run before drift was recorded).</p>")
     rows = [(p.pattern, p.producer, p.messages, _percent(p.share), _of_producer(p), p.first_seen,
              "NEW" if p.new else "") for p in report.paths[:MAX_ROWS]]
-    paths = (_table(("field", "producer", "messages", "share", "of the producer's", "first seen",
-                     ""), rows) if rows else "<p class=muted>No field the contract does not name.</p>")
+    counted = (f"<p>Counted over {read_words(report.messages, summary.get('messages'))}: each row "
+               "is one producer's messages that carried the field, its share of those read, and "
+               "of that producer's messages.</p>")
+    paths = (counted + _table(("field", "producer", "messages with it", f"share of {report.messages}",
+                               "of the producer's", "first seen", ""), rows)
+             if rows else "<p class=muted>No field the contract does not name.</p>")
     stopped = ("<p>Stopped coming (in each of the "
                f"{report.window} batches before, in no message of this one): "
                + ", ".join(f"<code>{html.escape(f)}</code>" for f in report.stopped) + "</p>"
@@ -78,18 +84,65 @@ def batch_section(summary: dict[str, Any]) -> str:
     return "<h2 id=drift>Drift: fields the contract does not name</h2>" + paths + stopped
 
 
-def dataset_section(lake: Lake, dataset: str, since: str | None) -> str:
-    """The batches page's drift section of a dataset: its unknown paths over the batches shown."""
-    from foodtaster.state.drift import DriftLog
+def batch_marks(batches: Sequence[BatchDrift], window: int) -> dict[str, str]:
+    """Each recorded batch's drift marks for the batches page's list, by batch id: "new" (fields
+    the contract does not name, first sent in this batch) and "stopped coming" (optional fields in
+    each of the `window` batches before, in none of its messages); "" for a batch with neither.
+    Each links to the batch page's drift section, which names them."""
+    marks = {}
+    for batch in batches:
+        found = drift_report(batch, batches, window)
+        new = sorted({p.pattern for p in found.new})
+        shown = []
+        if new:
+            shown.append(_mark("new", f"new: {_fields(len(new))}", new))
+        if found.stopped:
+            shown.append(_mark("stopped", f"stopped coming: {_fields(len(found.stopped))}", found.stopped))
+        marks[batch.batch_id] = "".join(shown)
+    return marks
 
-    rows, messages = over_range(DriftLog(lake, dataset).batches(), since)
+
+def _fields(count: int) -> str:
+    return f"{count} field" if count == 1 else f"{count} fields"
+
+
+def _mark(kind: str, words: str, fields: Sequence[str]) -> str:
+    more = len(fields) - MAX_ROWS
+    named = ", ".join(fields[:MAX_ROWS]) + (f" and {more} more" if more > 0 else "")
+    return (f"<span class=\"drift {kind}\" title=\"{html.escape(named)}\">{html.escape(words)}"
+            f"<span class=who>{html.escape(named)}</span></span>")
+
+
+def read_words(read: int, messages: int | None) -> str:
+    """What drift's counts count, said: the messages the job read. A line too large to read, or
+    in a file that could not be read, is one of the batch's messages (quarantined) but has no
+    fields to count: said with how many, so the counts add up to the batch's."""
+    words = f"the {read} messages the job read"
+    unread = (messages or 0) - read
+    if unread > 0:
+        words += (f" (of {messages}: {unread} could not be read, too large or in an unreadable file, "
+                  "so no field of them is known)")
+    return words
+
+
+def dataset_section(batches: Sequence[BatchDrift], since: str | None,
+                    messages: Mapping[str, int]) -> str:
+    """The batches page's drift section of a dataset (its drift log's `batches`): its unknown
+    paths over the batches shown, `messages` each batch's messages (the ledger's), by id."""
+    rows, read = over_range(batches, since)
     if not rows:
         return ""
+    shown_batches = [b for b in batches if since is None or b.batch_date >= since]
+    total = sum(messages.get(b.batch_id, b.messages) for b in shown_batches)
+    count = len(shown_batches)
     shown = [(r.pattern, r.producer, r.messages, _percent(r.share), r.first_seen, r.last_seen)
              for r in rows[:MAX_ROWS]]
-    return (f"<p>Drift: fields the contract does not name, in {messages} messages of the batches shown"
-            + (f" ({MAX_ROWS} of {len(rows)})" if len(rows) > MAX_ROWS else "") + "</p>"
-            + _table(("field", "producer", "messages", "share", "first seen", "last seen"), shown))
+    return (f"<p>Drift: fields the contract does not name, over {read_words(read, total)} in the "
+            f"{count} {'batch' if count == 1 else 'batches'} shown"
+            + (f" ({MAX_ROWS} of {len(rows)} fields)" if len(rows) > MAX_ROWS else "")
+            + f". Each row: one producer's messages that carried the field; its share is of the {read}.</p>"
+            + _table(("field", "producer", "messages with it", f"share of {read}", "first seen",
+                      "last seen"), shown))
 
 
 # ---- the CLI ----------------------------------------------------------------------------------

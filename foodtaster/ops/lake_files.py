@@ -11,6 +11,7 @@ from typing import Any
 import fsspec
 
 from foodtaster.data_docs import BATCH_VERDICT_END, BATCH_VERDICT_START
+from foodtaster.ops.docs_pages import whole_page
 from foodtaster.ops.pages import PageNotFound, _batch, _config, _e, _rate, shown_verdict
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake
@@ -19,6 +20,13 @@ MEDIA_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css", ".png": 
                ".json": "application/json", ".js": "text/javascript", ".svg": "image/svg+xml",
                ".ico": "image/x-icon"}
 ALERT_FILE = re.compile(r"[0-9A-Za-z_-]+\.(?:html|png)")
+
+# Pages written into the lake (Data Docs, alerts) hold values a producer sent: served on the
+# UI's own origin, they may run no script and fetch nothing but their own folder's files. They
+# keep their origin (`allow-same-origin`, harmless without `allow-scripts`), so the images and
+# styles they fetch carry the user's session, as the pages' own fetch did.
+LAKE_PAGE_POLICY = ("sandbox allow-same-origin allow-popups allow-top-navigation-by-user-activation; "
+                    "default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'")
 
 
 def _read(uri: str, shown_as: str) -> tuple[bytes, str]:
@@ -43,6 +51,9 @@ def data_docs_file(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str,
     if clean == (docs.rsplit("/", 1)[-1] if docs else "gate.html"):  # the gate's own page
         content = with_batch_verdict(content.decode("utf-8", errors="replace"),
                                      {**summary, **(entry or {})}, config).encode()
+    if media_type.startswith("text/html"):  # whole without network or script, with a way back
+        content = whole_page(content.decode("utf-8", errors="replace"), config.name, batch_id,
+                             clean).encode()
     return content, media_type
 
 
@@ -66,7 +77,7 @@ def with_batch_verdict(page: str, record: dict[str, Any], config: DatasetConfig)
 def alert_file(lake: Lake, datasets: dict[str, DatasetConfig], dataset: str,
                name: str) -> tuple[bytes, str]:
     """An alert written for one of the dataset's batches (`<batch_id>-<kind>.html`, its chart
-    `<batch_id>-<kind>-trend.png`), and its media type."""
+    `<batch_id>-<kind>-trend.png`) or refused runs (`refused-<run>.html`), and its media type."""
     config = _config(datasets, dataset)
     if not ALERT_FILE.fullmatch(name):
         raise PageNotFound(f"{name!r} is not the name of an alert file")

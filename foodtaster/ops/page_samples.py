@@ -13,14 +13,13 @@ it in every dataset, as the job would (`foodtaster.engine.judging.masking.opaque
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 from urllib.parse import quote
 
 from foodtaster.ops.shown import in_lake
-from foodtaster.privacy import LINE_LAYERS, NOT_SHOWN, PERSONAL, Masker, mask_key
+from foodtaster.privacy import Masker
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.browse import NotInLake, quarantined_rows
 from foodtaster.state.lake import Lake
@@ -37,45 +36,29 @@ def _e(value: Any) -> str:
 
 @dataclass(frozen=True)
 class SampleView:
-    """How the page shows a quarantined message: its exact bytes, or `masked` (None: the
-    reader may read raw payloads)."""
+    """How the page shows a quarantined message: its exact bytes, or through `masker` (None:
+    the reader may read raw payloads)."""
 
-    masked: Callable[[bytes | str | None], str] | None
-    line_start: Callable[[str], str] | None = None  # the masked view of a line's start
+    masker: Masker | None
 
     @property
     def show_raw(self) -> bool:
-        return self.masked is None
+        return self.masker is None
 
     def message(self, raw: Any) -> str:
         """A message as this reader sees it, cut at RAW_CHARS."""
-        return cut(raw_text(raw) if self.masked is None else self.masked(raw))
+        return cut(raw_text(raw) if self.masker is None else self.masker.message(raw))
 
-    def reason_value(self, reason: dict[str, Any]) -> str | None:
-        """A reason's value as this reader sees it: the start of a line (a bytes or parse
-        reason's value) only its length and keyed hash without `show_raw`, as the job writes
-        it for a dataset that marks something personal; a value the job masked already as it is."""
-        value = reason.get("value")
-        if value is None or self.line_start is None or reason.get("layer") not in LINE_LAYERS \
-                or str(value).startswith((NOT_SHOWN, PERSONAL)):
-            return value
-        return self.line_start(str(value))
+    def reason_value(self, reason: dict[str, Any]) -> Any:
+        """A reason's value as this reader sees it (`Masker.reason_value` without `show_raw`)."""
+        return reason.get("value") if self.masker is None else self.masker.reason_value(reason)
 
 
 def sample_view(lake: Lake, config: DatasetConfig, show_raw: bool) -> SampleView:
     """The view of the dataset's messages for a reader who may (`show_raw`) or may not read raw
-    payloads. The dataset's masks are read only for a reader who needs them."""
-    if show_raw:
-        return SampleView(None)
-    masker = dataset_masker(lake, config)
-    return SampleView(masker.message, masker.line_start)
-
-
-def dataset_masker(lake: Lake, config: DatasetConfig) -> Masker:
-    """The dataset's masks (`foodtaster.privacy`), keyed even when it marks nothing personal:
-    a line nothing can be told of is shown as its length and keyed hash in every dataset."""
-    masker = Masker.for_dataset(config, lake.root)
-    return masker if masker.key else replace(masker, key=mask_key(lake.root))
+    payloads. The dataset's masks are read only for a reader who needs them, keyed in every
+    dataset (`Masker.for_readers`)."""
+    return SampleView(None if show_raw else Masker.for_readers(config, lake.root))
 
 
 def raw_text(raw: Any) -> str:

@@ -30,15 +30,17 @@ from foodtaster.ops.shown import in_lake, quoted, words
 from foodtaster.ops.trend import (
     UNKNOWN_PRODUCER,
     UNKNOWN_PRODUCER_MEANS,
+    Trend,
     dataset_trend,
     describe,
-    render_trend,
 )
+from foodtaster.ops.trend_chart import render_trend
 from foodtaster.policy import split_why
 from foodtaster.registry import DatasetConfig
+from foodtaster.state.drift import DriftLog
 from foodtaster.state.lake import Lake, check_batch_id, exists, read_json
 from foodtaster.state.ledger import LedgerEntry, batch_entries
-from foodtaster.state.refusals import Refusal, refusals
+from foodtaster.state.refusals import Refusal, alert_stem, refusals
 from foodtaster.summary import BatchTables
 
 __all__ = ["PageNotFound", "alert_kinds", "batch_page", "batches_page", "error_page", "in_lake", "trend_png"]
@@ -73,6 +75,7 @@ article.sample h3{font-size:.9rem;margin:.3rem 0}
 article.sample pre{max-width:none;font-size:.85rem;line-height:1.35}
 .reasons{font-size:.85rem;margin-top:.3rem}tr.shown{background:#fff4d6}.links a{margin-right:.2rem}
 img{max-width:100%;border:1px solid #dde}.muted{color:#667}
+.drift{display:block;font-weight:600}.drift.new{color:#1f5fa8}.drift.stopped{color:#a15c00}
 """
 
 
@@ -172,7 +175,10 @@ def batches_page(lake: Lake, datasets: dict[str, DatasetConfig], *, limit: int =
     links to its drill-down. Links are relative to the page's own folder."""
     sections = []
     for name, config in datasets.items():
-        entries = batch_entries(lake, name)[::-1][:limit]
+        recorded = batch_entries(lake, name)
+        entries = recorded[::-1][:limit]
+        drifts = DriftLog(lake, name).batches()
+        marks = drift_view.batch_marks(drifts, config.drift_window)
         rows = "".join(
             f"<tr class=batch><td>{_e(e['batch_date'])}</td>"
             f"<td><a href=\"datasets/{quote(name)}/batches/{quote(e['batch_id'])}\">"
@@ -181,7 +187,10 @@ def batches_page(lake: Lake, datasets: dict[str, DatasetConfig], *, limit: int =
             + "".join(f"<td class=n>{_e(e.get(k))}</td>"
                       for k in ("messages", "valid", "quarantined", "duplicates_dropped"))
             + f"<td class=n>{_rate(e.get('quarantine_rate'))}</td>"
-            f"<td>{_top_reasons(e.get('top_reasons'))}</td></tr>"
+            f"<td>{_top_reasons(e.get('top_reasons'))}</td>"
+            + (f"<td><a class=drift-marks href=\"datasets/{quote(name)}/batches/{quote(e['batch_id'])}"
+               f"#drift\">{marks[e['batch_id']]}</a></td>" if marks.get(e["batch_id"]) else "<td></td>")
+            + "</tr>"
             for e in entries
         )
         # the trend of the batches shown: a long history's quarantine is not read on every visit
@@ -190,27 +199,41 @@ def batches_page(lake: Lake, datasets: dict[str, DatasetConfig], *, limit: int =
         table = (
             "<table><thead><tr><th>batch date</th><th>batch</th><th>verdict</th><th>messages</th>"
             "<th>valid</th><th>quarantined</th><th>duplicates dropped</th><th>quarantine rate</th>"
-            f"<th>top reasons</th></tr></thead><tbody>{rows}</tbody></table>"
+            f"<th>top reasons</th><th>drift</th></tr></thead><tbody>{rows}</tbody></table>"
             "<p class=muted>quarantine rate: all quarantined messages of the batch's messages. "
             "When some of them are not new poison (already listed, retrying, held for their "
             "conversation), the verdict judges the new quarantine rate, without them: the "
             "batch's page shows both.</p>"
             if entries else "<p class=muted>No batch recorded yet.</p>"
         )
-        producers = ", ".join(f"{_e(p)} {_e(c)}" for p, c in trend.producers)
+        producers = _producers_line(trend)
         sections.append(
             f"<section id=\"dataset-{_e(name)}\"><h2>{_e(name)}</h2>"
             f"<p class=muted>{_e(config.description)}</p>"
             f"<p>{_e(describe(trend))}</p>"
-            + (f"<p>Quarantined by producer: {producers}</p>" if producers else "")
+            + (f"<p>{producers}</p>" if producers else "")
             + (f"<p class=muted>{_e(UNKNOWN_PRODUCER_MEANS)}</p>"
                if any(p == UNKNOWN_PRODUCER for p, _ in trend.producers) else "")
             + _refusals_table(name, refusals(lake, name)[::-1][:limit])
             + (f"<img alt=\"quarantine rate of {_e(name)}\" "
                f"src=\"datasets/{quote(name)}/trend.png?since={quote(str(since))}\">" if entries else "")
-            + table + drift_view.dataset_section(lake, name, since) + "</section>"
+            + table + drift_view.dataset_section(
+                drifts, since, {e["batch_id"]: int(e["messages"]) for e in recorded}) + "</section>"
         )
     return _document("Foodtaster batches", "<h1>Foodtaster: recent batches</h1>" + "".join(sections))
+
+
+def _producers_line(trend: Trend) -> str:
+    """Who sends the poison of the batches shown: each producer's quarantine rate (its
+    quarantined of its messages), highest first; their counts in a lake with no producer's
+    messages recorded (no drift)."""
+    rates = trend.producer_rates()
+    if rates:
+        return ("Quarantine rate by producer, the batches shown (its quarantined of its messages): "
+                + ", ".join(f"{_e(p)} {_rate(q / m)} ({q} of {m})" for p, q, m in rates))
+    if trend.producers:
+        return "Quarantined by producer: " + ", ".join(f"{_e(p)} {_e(c)}" for p, c in trend.producers)
+    return ""
 
 
 def _refusals_table(dataset: str, refused: list[Refusal]) -> str:
@@ -219,17 +242,19 @@ def _refusals_table(dataset: str, refused: list[Refusal]) -> str:
     if not refused:
         return ""
     rows = "".join(
-        f"<tr class=refusal><td>{_e(_when(r.at))}</td><td>{_e(r.batch_id)}"
+        f"<tr class=refusal><td>{_e(_when(r.at))}</td><td>"
+        + (_e(r.batch_id) if r.batch_id else "<span class=muted>none landed</span>")
         + (f"<span class=who>inbox date {_e(r.batch_date)}</span>" if r.batch_date else "")
         + f"</td><td>{_e(r.task)}</td><td class=\"verdict held\">refused<span class=who>{_e(r.reason)}"
         f"</span></td><td class=links>{_run_link(r.dag_id, r.run_id, '')}"
-        f" <a class=alert href=\"datasets/{quote(dataset)}/alerts/{quote(r.batch_id)}-refused.html\">"
+        f" <a class=alert href=\"datasets/{quote(dataset)}/alerts/{quote(alert_stem(r.run_id))}.html\">"
         "alert</a></td></tr>"
         for r in refused)
     return ("<h3>Refused runs</h3><p class=muted>A refused run judged nothing: no batch above is "
-            "its. Its reason says what to do instead.</p><table><thead><tr><th>when</th><th>batch"
-            "</th><th>task</th><th>why</th><th>links</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>")
+            "its. Each is filed under its run; its batch is the one it landed (none when it was "
+            "refused before landing), and its reason says what to do instead.</p><table><thead>"
+            "<tr><th>when</th><th>batch landed</th><th>task</th><th>why</th><th>links</th></tr>"
+            f"</thead><tbody>{rows}</tbody></table>")
 
 
 def _run_link(dag_id: str, run_id: str, up: str) -> str:

@@ -1,31 +1,24 @@
 """The trend of a dataset: the quarantine rate of every batch against its thresholds.
 
-Read from the ledger (one record a batch) and, for the producers, from the
-quarantine table (who to call is the first question). No Spark and no
-Airflow: an alert task and the UI plugin import it, so matplotlib is imported
-only when a chart is drawn.
+Read from the ledger (one record a batch), for the producers from the quarantine table (who
+to call is the first question) and the drift log (how many messages each sent), and the new
+fields of each batch from the drift log. No Spark and no Airflow: an alert task and the UI
+plugin import it. The chart and the `trend` command: `foodtaster.ops.trend_chart`.
 """
 
 from __future__ import annotations
 
-import argparse
-import io
-import json
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import date
+from typing import Any
 
 import fsspec
 
-from foodtaster.drift import UNKNOWN_PRODUCER
+from foodtaster.drift import UNKNOWN_PRODUCER, BatchDrift
 from foodtaster.registry import DatasetConfig
 from foodtaster.state.lake import Lake, check_date
 from foodtaster.state.ledger import LedgerEntry, batch_entries
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 LAST_BATCHES = 5
 UNKNOWN_PRODUCER_MEANS = ("(unknown): messages whose producer could not be read: not JSON, not "
@@ -60,6 +53,16 @@ class Trend:
     rising: bool
     producers: tuple[tuple[str, int], ...]  # quarantined messages by producer, most first
     new_fields: tuple[tuple[str, int], ...] = ()  # (batch id, unknown paths first seen in it), each batch
+    # Messages by producer over the batches (the drift log's counts; a line the job could not
+    # read is `(unknown)`'s, as its quarantined row is): what `producer_rates` divides by.
+    producer_messages: tuple[tuple[str, int], ...] = ()
+
+    def producer_rates(self) -> tuple[tuple[str, int, int], ...]:
+        """(producer, quarantined, messages) of each producer whose messages are recorded, its
+        quarantine rate highest first: who sends the poison, at what rate, not only how much."""
+        sent = dict(self.producer_messages)
+        found = [(name, count, sent[name]) for name, count in self.producers if sent.get(name)]
+        return tuple(sorted(found, key=lambda p: (-p[1] / p[2], -p[1], p[0])))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +72,7 @@ class Trend:
             "last": self.last, "recent_rate": self.recent_rate, "rising": self.rising,
             "producers": [list(p) for p in self.producers],
             "new_fields": [list(n) for n in self.new_fields],
+            "producer_messages": [list(p) for p in self.producer_messages],
         }
 
 
@@ -116,6 +120,9 @@ def dataset_trend(lake: Lake, config: DatasetConfig, *, since: str | None = None
     since, until = (_day(d) if d else None for d in (since, until))
     if since and until and since > until:
         raise ValueError(f"date range {since}..{until} is empty: since is after until")
+    from foodtaster.state.drift import DriftLog
+
+    drifts = DriftLog(lake, config.name).batches()
     entries = batch_entries(lake, config.name)
     if pending is not None:
         entries = sorted(
@@ -136,17 +143,35 @@ def dataset_trend(lake: Lake, config: DatasetConfig, *, since: str | None = None
         producers=producers_ranked(lake, config.name,
                                    [(b.batch_date, b.batch_id) for b in batches if b.quarantined],
                                    config.producer),
-        new_fields=_new_fields(lake, config.name, batches),
+        new_fields=_new_fields(drifts, batches),
+        producer_messages=_producer_messages(drifts, batches),
     )
 
 
-def _new_fields(lake: Lake, dataset: str, batches: Sequence[BatchRate]) -> tuple[tuple[str, int], ...]:
+def _new_fields(drifts: Sequence[BatchDrift], batches: Sequence[BatchRate]) -> tuple[tuple[str, int], ...]:
     """Each batch's unknown paths first seen in it (`foodtaster.drift`); 0 where none is recorded."""
     from foodtaster.drift import new_per_batch
-    from foodtaster.state.drift import DriftLog
 
-    new = dict(new_per_batch(DriftLog(lake, dataset).batches()))
+    new = dict(new_per_batch(drifts))
     return tuple((b.batch_id, new.get(b.batch_id, 0)) for b in batches)
+
+
+def _producer_messages(drifts: Sequence[BatchDrift],
+                       batches: Sequence[BatchRate]) -> tuple[tuple[str, int], ...]:
+    """Messages by producer over `batches`, from their drift events: the job read each message's
+    producer in its pass. A line it could not read (too large, in an unreadable file) is in the
+    batch's messages but in no producer's: it counts as `(unknown)`'s, as its quarantined row does."""
+    counted = {b.batch_id: b for b in drifts}
+    sent: dict[str, int] = {}
+    for batch in batches:
+        found = counted.get(batch.batch_id)
+        if found is None:
+            continue
+        for name, count in found.producers.items():
+            sent[name] = sent.get(name, 0) + count
+        if batch.messages > found.messages:
+            sent[UNKNOWN_PRODUCER] = sent.get(UNKNOWN_PRODUCER, 0) + batch.messages - found.messages
+    return tuple(sorted(sent.items(), key=lambda item: (-item[1], item[0])))
 
 
 def producers_ranked(lake: Lake, dataset: str, batches: Iterable[tuple[str, str]],
@@ -197,118 +222,6 @@ def describe(trend: Trend) -> str:
             f"hold_rate {_percent(trend.hold_rate)})")
 
 
-VERDICT_COLOURS = {"published": "#2b7a3d", "held": "#c0392b", "empty": "#9e9e9e"}
-EMPTY_MARK = "×"  # an empty batch on the chart: it has no rate, so it is not on the rate line
-
-
-def batch_times(batches: Sequence[BatchRate]) -> list[datetime]:
-    """Where each batch goes on the chart's time axis: its batch date, so a gap of days shows
-    as one; the batches of one date (hourly, or landed twice) spread evenly across its day."""
-    on_day: dict[str, int] = {}
-    for batch in batches:
-        on_day[batch.batch_date] = on_day.get(batch.batch_date, 0) + 1
-    seen: dict[str, int] = {}
-    times = []
-    for batch in batches:
-        index = seen[batch.batch_date] = seen.get(batch.batch_date, -1) + 1
-        day = datetime.fromisoformat(batch.batch_date)
-        times.append(day + timedelta(days=index / on_day[batch.batch_date]))
-    return times
-
-
-def trend_figure(trend: Trend, *, width: float = 9.0, dpi: int = 100) -> Figure:
-    """The trend as a figure: the rate of every batch with messages by batch date (a dot
-    coloured by its verdict, a line through them), empty batches marked × on the axis and
-    left out of the line, the alert and hold thresholds as lines, and the producers ranked
-    beside it. Without a batch, a sentence and no axes: no empty chart to misread."""
-    # Figure + the Agg canvas directly: no pyplot, so no global backend or figure registry
-    # in the long-lived api-server or task process.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import PercentFormatter
-
-    if not trend.batches:
-        figure = Figure(figsize=(width, 1.2), dpi=dpi, layout="constrained")
-        FigureCanvasAgg(figure)
-        figure.text(0.01, 0.5, f"{trend.dataset}: no batch in range, so no chart "
-                    f"(alert_rate {_percent(trend.alert_rate)}, hold_rate {_percent(trend.hold_rate)})",
-                    fontsize=10, va="center")
-        return figure
-    with_producers = bool(trend.producers)
-    figure = Figure(figsize=(width, 3.6), dpi=dpi, layout="constrained")
-    FigureCanvasAgg(figure)
-    if with_producers:
-        axes, bars = figure.subplots(1, 2, width_ratios=[3, 1])
-    else:
-        axes, bars = figure.subplots(), None
-    times = batch_times(trend.batches)
-    judged = [(when, b) for when, b in zip(times, trend.batches, strict=True) if b.messages]
-    empty = [when for when, b in zip(times, trend.batches, strict=True) if not b.messages]
-    rates = [b.quarantine_rate for _, b in judged]
-    axes.plot([when for when, _ in judged], rates, color="#34495e", linewidth=1.2, zorder=2)
-    axes.scatter([when for when, _ in judged], rates,
-                 c=[VERDICT_COLOURS.get(b.verdict, "#34495e") for _, b in judged], s=28, zorder=3)
-    if empty:
-        axes.scatter(empty, [0] * len(empty), marker="x", color=VERDICT_COLOURS["empty"], s=36,
-                     zorder=3, clip_on=False, label="empty batch: no messages, no rate")
-    axes.axhline(trend.alert_rate, color="#e67e22", linestyle="--", linewidth=1,
-                 label=f"alert_rate {_percent(trend.alert_rate)}")
-    axes.axhline(trend.hold_rate, color="#c0392b", linestyle="--", linewidth=1,
-                 label=f"hold_rate {_percent(trend.hold_rate)}")
-    axes.set_ylim(0, max([trend.hold_rate, *rates]) * 1.15)
-    axes.yaxis.set_major_formatter(PercentFormatter(1.0))
-    axes.set_xlim(times[0] - timedelta(days=1), times[-1] + timedelta(days=1))
-    locator = AutoDateLocator(minticks=2, maxticks=8)
-    axes.xaxis.set_major_locator(locator)
-    axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))
-    axes.tick_params(axis="x", labelsize=8)
-    axes.set_ylabel("quarantine rate")
-    axes.legend(loc="best", fontsize=8)
-    axes.set_title(f"{trend.dataset}  {trend.batches[0].batch_date} .. {trend.batches[-1].batch_date}",
-                   fontsize=10, loc="left")
-    figure.suptitle(describe(trend), fontsize=9, x=0.01, ha="left")
-    figure.supxlabel(_caption(trend, len(empty)), fontsize=8, x=0.01, ha="left")
-    if bars is not None:
-        names = [name for name, _ in trend.producers][:8][::-1]  # most quarantined on top
-        counts = [count for _, count in trend.producers][:8][::-1]
-        bars.barh(names, counts, color="#7f8c8d")
-        shown = len(trend.batches)
-        bars.set_title(f"quarantined by producer,\n{'the batch' if shown == 1 else f'all {shown} batches'}",
-                       fontsize=9)
-        bars.tick_params(labelsize=8)
-    return figure
-
-
-def _caption(trend: Trend, empty: int) -> str:
-    """What the chart shows, said under it: the batches, their spacing, the empty ones."""
-    count = len(trend.batches)
-    caption = f"{count} {'batch' if count == 1 else 'batches'}, placed by batch date"
-    if empty:
-        caption += (f"; {empty} empty {'batch' if empty == 1 else 'batches'} ({EMPTY_MARK}) "
-                    "left out of the rate line")
-    return caption
-
-
-def render_trend(trend: Trend, *, width: float = 9.0, dpi: int = 100) -> bytes:
-    """The trend as a PNG (`trend_figure`)."""
-    buffer = io.BytesIO()
-    trend_figure(trend, width=width, dpi=dpi).savefig(buffer, format="png")
-    return buffer.getvalue()
-
-
-def trend_uri(lake: Lake, dataset: str) -> str:
-    """`reports/<dataset>/trend.png`: beside the batches' reports."""
-    return f"{lake.root.rstrip('/')}/reports/{dataset}/trend.png"
-
-
-def write_trend(trend: Trend, lake: Lake, path: str | None = None) -> str:
-    """Write the chart to `path` (any fsspec URI) or `reports/<dataset>/trend.png`; returns where."""
-    uri = path or trend_uri(lake, trend.dataset)
-    write_png(uri, render_trend(trend))
-    return uri
-
-
 def write_png(uri: str, png: bytes) -> None:
     """Write an image to any fsspec URI, aside then moved: a reader never sees half a PNG."""
     fs, target = fsspec.core.url_to_fs(uri)
@@ -318,38 +231,3 @@ def write_png(uri: str, png: bytes) -> None:
     with fs.open(f"{target}.tmp", "wb") as handle:
         handle.write(png)
     fs.mv(f"{target}.tmp", target)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The `trend` command's options."""
-    parser.add_argument("dataset", help="a dataset of the registry")
-    parser.add_argument("--since", metavar="YYYY-MM-DD", help="first batch date (default: the first)")
-    parser.add_argument("--until", metavar="YYYY-MM-DD", help="last batch date (default: the last)")
-    parser.add_argument("--last", type=int, default=LAST_BATCHES, metavar="N",
-                        help=f"batches the recent rate and its direction cover (default {LAST_BATCHES})")
-    parser.add_argument("--out", metavar="PATH",
-                        help="where to write the PNG (default: <lake>/reports/<dataset>/trend.png)")
-    parser.add_argument("--json", action="store_true", help="print the trend as JSON, no chart")
-    parser.add_argument("--lake", help="the lake root (default: $FOODTASTER_LAKE, else ./data/lake)")
-    parser.set_defaults(run=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    from foodtaster.lake_paths import lake_root
-    from foodtaster.registry import RegistryError, get_dataset
-
-    try:
-        config = get_dataset(args.dataset)
-        lake = Lake(args.lake or lake_root())
-        trend = dataset_trend(lake, config, since=args.since, until=args.until, last=args.last)
-    except (RegistryError, ValueError) as err:
-        print(f"foodtaster trend: {err}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(trend.as_dict(), indent=2))
-        return 0
-    print(describe(trend))
-    for name, count in trend.producers:
-        print(f"  {count:>9,}  {name}")
-    print(f"chart: {write_trend(trend, lake, args.out)}")
-    return 0

@@ -389,8 +389,8 @@ def test_a_person_clicks_through_airflows_frame_and_a_viewer_cannot_run_anything
         standalone, held_run, browser_tools):
     """As a person does, Playwright reaching into the plugin's frame: log in, open the page from
     the Browse menu, click a batch, a reason, its Data Docs and back. Then a viewer: the DAG's
-    Trigger, where offered, makes no run, and the API refuses the viewer's trigger, clear and
-    delete of a run."""
+    Trigger, submitted, answers Airflow's "Access Denied" and makes no run, and the API refuses
+    the viewer's trigger, clear and delete of a run."""
     from playwright.sync_api import expect
 
     af, log = standalone
@@ -417,21 +417,25 @@ def test_a_person_clicks_through_airflows_frame_and_a_viewer_cannot_run_anything
         expect(frame.locator("span.verdict")).to_have_text(re.compile("^held"))
         browser.screenshot(SCREENSHOTS / "in_ui_back_from_data_docs.png")
 
-        # a viewer's attempt through the UI: a Trigger button, where the UI draws one, makes no run
+        # a viewer's attempt through the UI: the DAG's Trigger, submitted, is refused with
+        # Airflow's own words for a 403 (its `errors.forbidden` toast) and makes no run
         admin = AirflowApi(af.base_url, "admin", PASSWORD)
         before = len(admin.dag_runs(HELD_DAG))
         page.context.clear_cookies()
         page.goto(f"{af.base_url}/plugin/foodtaster")
         _log_in(browser, log, "viewer", user="viewer")
         page.goto(f"{af.base_url}/dags/{HELD_DAG}")
-        expect(page.get_by_text("read_verdict").first).to_be_visible()  # the DAG's tasks drawn
-        trigger = page.get_by_role("button", name="Trigger")
-        if trigger.count():
-            trigger.first.click()
-            submit = page.get_by_role("dialog").get_by_role("button", name="Trigger")
-            if submit.count() and submit.is_enabled():
-                submit.click()
-            page.wait_for_timeout(3000)
+        # the DAG's tasks and its header drawn (a busy machine takes its time)
+        expect(page.get_by_text("read_verdict").first).to_be_visible(timeout=60_000)
+        trigger = page.get_by_test_id("trigger-dag-button").first
+        expect(trigger).to_be_visible(timeout=30_000)
+        trigger.click()
+        submit = page.get_by_role("dialog").get_by_role("button", name="Trigger")
+        expect(submit).to_be_enabled()
+        submit.click()
+        expect(page.get_by_text("Access Denied").first).to_be_visible(timeout=20_000)
+        expect(page.get_by_text("You do not have permission to perform this action.").first).to_be_visible()
+        expect(page.get_by_role("dialog")).to_contain_text("403 Forbidden")  # the form says so too
         browser.screenshot(SCREENSHOTS / "viewer_trigger_attempt.png")
         assert len(admin.dag_runs(HELD_DAG)) == before
     # and the API a page would call refuses the viewer's trigger, clear and delete

@@ -230,6 +230,8 @@ def test_contract_check_masks_the_reasons_it_prints(tasted):
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr[-2000:]
     assert f"{len(LINES)} judged, 3 ok" in done.stdout and "‹personal: " in done.stdout
+    assert (f"personal values masked with the mask key of the lake at {tasted['lake'].root} "
+            "(_state/mask_key/)") in done.stdout  # the job's key: the same masks
     _never_shown(done.stdout, "contract check")
 
 

@@ -9,6 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from foodtaster.errors import REFUSED_EXIT_CODE
+from foodtaster.state.lake import Lake
+from foodtaster.state.refusals import alert_stem, refusals
 from foodtaster_airflow import ledger_step
 from foodtaster_airflow.spark_submit import ValidateBatchOperator
 from foodtaster_dev.localenv import VENV_BIN
@@ -57,7 +59,10 @@ def test_a_refused_validation_is_noted_alerted_and_failed_at_once_with_the_reaso
         operator.execute({"ti": ti, "run_id": "manual__1"})
     assert notes == [("orders", "20261121", "foodtaster_orders", "manual__1",
                       f"REFUSED: batch 20261121, inbox date 2026-11-21: {why}")]
-    page = (tmp_path / "lake/_state/alerts/orders/20261121-refused.html").read_text()
+    (refused,) = refusals(Lake(str(tmp_path / "lake")), "orders")
+    assert (refused.batch_id, refused.batch_date, refused.run_id) == ("20261121", "2026-11-21", "manual__1")
+    page = (tmp_path / f"lake/_state/alerts/orders/{alert_stem('manual__1')}.html").read_text()
+    assert not (tmp_path / "lake/_state/alerts/orders/20261121-refused.html").exists()
     assert "REFUSED by the validate task" in page and why in page and "without retries" in page
     assert "/dags/foodtaster_orders/runs/manual__1" in page
     assert caplog.records[-1].getMessage() == f"REFUSED: {why}"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from foodtaster.ops import trend
+from foodtaster.ops import trend, trend_chart
 from foodtaster.ops.alerts import Alert, build_batch_alert
 from foodtaster.policy import Facts, decide
 from foodtaster.registry import DatasetConfig
@@ -48,7 +48,7 @@ def held_summary() -> dict[str, Any]:
 
 
 def held_alert_with_trend(root: str, config: DatasetConfig) -> tuple[Alert, trend.Trend]:
-    """The held batch's alert, its trend drawn by trend.render_trend as the task does."""
+    """The held batch's alert, its trend drawn by trend_chart.render_trend as the task does."""
     lake = Lake(root)
     for day, messages, quarantined in EARLIER:
         record_batch(lake, "orders", {
@@ -65,6 +65,6 @@ def held_alert_with_trend(root: str, config: DatasetConfig) -> tuple[Alert, tren
     found = trend.dataset_trend(lake, config, until=HELD_DAY,
                                 pending=ledger.pending_entry(summary, verdict.publish))
     alert = build_batch_alert(summary, verdict, config, {}, trend=found,
-                              chart_png=trend.render_trend(found), run_url=RUN_URL,
+                              chart_png=trend_chart.render_trend(found), run_url=RUN_URL,
                               producers=trend.producers_ranked(lake, "orders", [(HELD_DAY, HELD_ID)]))
     return alert, found

@@ -21,6 +21,7 @@ from foodtaster.errors import refusal
 from foodtaster.registry import get_dataset
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake, write_json
+from foodtaster.state.refusals import alert_stem, refusals
 from foodtaster_airflow import channels, ledger_step, steps
 from foodtaster_airflow.rest import AirflowApi
 from foodtaster_airflow.spark_submit import (
@@ -492,8 +493,16 @@ def test_a_batch_id_the_land_task_cannot_reprocess_is_refused_at_once(tmp_path, 
                "logical_date": datetime(2026, 11, 22, tzinfo=UTC)}
     with pytest.raises(AirflowFailException, match="^REFUSED: .*" + why):
         built.task_dict["land"].python_callable(**context)
-    assert notes and notes[0].startswith("REFUSED: batch 20261121") and why in notes[0]
-    assert (tmp_path / "lake/_state/alerts/orders/20261121-refused.html").exists()
+    # Filed under its own run, which landed nothing: batch 20261121 is only named by its conf
+    # (another run's batch, which may well have published fine).
+    assert notes and notes[0].startswith("REFUSED: run manual__1, nothing landed") and why in notes[0]
+    (refused,) = refusals(Lake(str(tmp_path / "lake")), "orders")
+    assert (refused.batch_id, refused.run_id, refused.task) == (None, "manual__1", "land")
+    assert refused.batch_date == ("2026-11-22" if dag == "scheduled" else None)
+    alerts = sorted(path.name for path in (tmp_path / "lake/_state/alerts/orders").iterdir())
+    assert alerts == [f"{alert_stem('manual__1')}.html", f"{alert_stem('manual__1')}.json"]
+    page = (tmp_path / "lake/_state/alerts/orders" / alerts[0]).read_text()
+    assert "orders run manual__1: REFUSED by the land task" in page and "nothing landed" in page
 
 
 def test_what_dags_test_printed_is_cut_into_each_tasks_attempts():

@@ -129,4 +129,4 @@ def test_the_trend_counts_the_new_fields_of_each_batch(tmp_path):
         log.record(batch)
     rates = [BatchRate(b, d, "published", 100, 0, 0.0, ()) for b, d in
              (("b2", "2026-11-21"), ("b3", "2026-11-22"), ("b4", "2026-11-23"))]
-    assert _new_fields(lake, "order_events", rates) == (("b2", 1), ("b3", 0), ("b4", 0))
+    assert _new_fields(log.batches(), rates) == (("b2", 1), ("b3", 0), ("b4", 0))

@@ -239,8 +239,9 @@ def test_the_drill_down_links_the_airflow_run_the_data_docs_and_the_alert(drille
             'scheduled__2026-11-06T00%3A00%3A00%2B00%3A00">') in html
     assert '<a class=docs href="20261106/data-docs/gate.html">' in html
     assert '<a class=alert href="../alerts/20261106-batch.html">the batch alert</a>' in html
-    assert lake_files.data_docs_file(drilled, DATASETS, "orders", "20261106", "gate.html") == (
-        b"<p>the gate</p>", "text/html; charset=utf-8")
+    gate, media = lake_files.data_docs_file(drilled, DATASETS, "orders", "20261106", "gate.html")
+    assert media == "text/html; charset=utf-8" and gate.decode().endswith("</style><p>the gate</p>")
+    assert gate.decode().startswith("<nav class=ft-back>")  # the way back, first
     assert lake_files.alert_file(drilled, DATASETS, "orders", "20261106-batch.html")[0] == b"<p>the alert</p>"
     for outside in ("../summary.json", "/etc/passwd", "", "a/../../summary.json"):
         with pytest.raises(pages.PageNotFound):

@@ -10,7 +10,7 @@ from test_trend import CONFIG, entry, quarantine
 from foodtaster.ops import pages
 from foodtaster.state.lake import Lake
 from foodtaster.state.ledger import record_batch
-from foodtaster.state.refusals import Refusal, record_refusal, refusals
+from foodtaster.state.refusals import Refusal, alert_stem, record_refusal, refusals
 
 DATASETS = {"orders": CONFIG}
 
@@ -18,16 +18,21 @@ DATASETS = {"orders": CONFIG}
 def test_refused_runs_are_listed_with_why_their_run_and_their_alert(tmp_path):
     lake = Lake(str(tmp_path / "lake"))
     record_batch(lake, "orders", entry("2026-11-01", 200, 2))
-    refused = Refusal("20261199", None, "land", "batch 20261199 of orders was never landed",
-                      "foodtaster_orders_reprocess", "manual__2026-11-27T03:54:01+00:00")
+    run_id = "manual__2026-11-27T03:54:01+00:00"
+    refused = Refusal(None, None, "land", "batch 20261199 of orders was never landed",
+                      "foodtaster_orders_reprocess", run_id)
     record_refusal(lake, "orders", refused)
-    assert [r.batch_id for r in refusals(lake, "orders")] == ["20261199"]
+    assert [r.batch_id for r in refusals(lake, "orders")] == [None]
     html = pages.batches_page(lake, DATASETS)
     row = html[html.index("<tr class=refusal>"):]
+    assert "<td><span class=muted>none landed</span></td><td>land</td>" in row
     assert "refused<span class=who>batch 20261199 of orders was never landed</span>" in row
     assert ('<a class=run target=_top href="../dags/foodtaster_orders_reprocess/runs/'
             'manual__2026-11-27T03%3A54%3A01%2B00%3A00">') in row
-    assert 'href="datasets/orders/alerts/20261199-refused.html">alert</a>' in row
+    stem = alert_stem(run_id)
+    assert stem.startswith("refused-manual__2026-11-27T03_54_01_00_00-")
+    assert f'href="datasets/orders/alerts/{stem}.html">alert</a>' in row
+    assert alert_stem("manual__2026-11-27T03:54:01-00:00") != stem  # one alert a run
 
 
 def test_listed_messages_are_a_fact_and_an_unknown_producer_is_explained(tmp_path):

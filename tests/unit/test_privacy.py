@@ -138,6 +138,9 @@ def test_the_key_from_the_environment_or_made_once_in_the_lake(tmp_path, monkeyp
     again = privacy._lake_key(str(tmp_path / "_state" / "mask_key"))
     assert made == again and len(made) == 32
     assert len(list((tmp_path / "_state" / "mask_key").iterdir())) == 1
+    # `contract check` says whose key it masks with (never the key), to compare with the job's
+    assert privacy.key_source(str(tmp_path)) == f"the mask key of the lake at {tmp_path} (_state/mask_key/)"
     monkeypatch.setenv(privacy.KEY_ENV, "a key an operator chose")
     assert privacy.mask_key(str(tmp_path)) == b"a key an operator chose"
+    assert privacy.key_source(str(tmp_path)) == "the key in FOODTASTER_MASK_KEY"
     assert made.hex() not in repr(Masker.of(["email"], made))  # never printed

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 from support.lake import commit_rows
 
-from foodtaster.ops import trend
+from foodtaster.ops import trend, trend_chart
 from foodtaster.registry import DatasetConfig
 from foodtaster.state import ledger
 from foodtaster.state.lake import Lake
@@ -102,17 +102,17 @@ def test_rising_is_the_slope_of_the_rates(rates, rising):
 
 def test_the_chart_is_a_png_written_beside_the_reports_or_where_asked(lake, tmp_path):
     t = trend.dataset_trend(lake, CONFIG)
-    png = trend.render_trend(t)
+    png = trend_chart.render_trend(t)
     assert png.startswith(PNG) and len(png) > 5000
-    written = trend.write_trend(t, lake)
+    written = trend_chart.write_trend(t, lake)
     assert written == f"{lake.root}/reports/orders/trend.png"
     assert Path(written).read_bytes().startswith(PNG)
-    elsewhere = trend.write_trend(t, lake, str(tmp_path / "out" / "orders-nov.png"))
+    elsewhere = trend_chart.write_trend(t, lake, str(tmp_path / "out" / "orders-nov.png"))
     assert Path(elsewhere).read_bytes().startswith(PNG)
     empty = trend.dataset_trend(lake, CONFIG, since="2027-01-01")
-    assert trend.render_trend(empty).startswith(PNG)
+    assert trend_chart.render_trend(empty).startswith(PNG)
     # no batch: a sentence, and no axes whose lone tick label could be cut off or misread
-    nothing = trend.trend_figure(empty)
+    nothing = trend_chart.trend_figure(empty)
     assert nothing.axes == [] and "no batch in range, so no chart" in nothing.texts[0].get_text()
 
 
@@ -120,7 +120,7 @@ def test_the_chart_places_batches_by_date_and_leaves_empty_ones_out_of_the_rate_
     from matplotlib.dates import num2date
 
     record_batch(lake, "orders", entry("2026-11-12", 100, 5))  # a week without batches, then one
-    figure = trend.trend_figure(trend.dataset_trend(lake, CONFIG))
+    figure = trend_chart.trend_figure(trend.dataset_trend(lake, CONFIG))
     axes = figure.axes[0]
     [line] = [line for line in axes.lines if len(line.get_xdata()) > 2]  # not a threshold
     days = [x.date().isoformat() for x in line.get_xdata()]  # the datetimes it was given
@@ -135,7 +135,8 @@ def test_the_chart_places_batches_by_date_and_leaves_empty_ones_out_of_the_rate_
 def test_batches_of_one_date_spread_across_its_day():
     batches = [trend.BatchRate(batch_id, "2026-11-01", "published", 10, 1, 0.1, ())
                for batch_id in ("2026110100", "2026110112")]
-    times = trend.batch_times([*batches, trend.BatchRate("20261102", "2026-11-02", "empty", 0, 0, 0.0, ())])
+    empty = trend.BatchRate("20261102", "2026-11-02", "empty", 0, 0, 0.0, ())
+    times = trend_chart.batch_times([*batches, empty])
     assert [t.isoformat() for t in times] == ["2026-11-01T00:00:00", "2026-11-01T12:00:00",
                                               "2026-11-02T00:00:00"]
 

@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from foodtaster.errors import Failed
-from foodtaster.privacy import Masker
+from foodtaster.privacy import NOT_SHOWN, Masker
 
 SAMPLE_COUNT = 5
 SAMPLE_MAX_CHARS = 500
@@ -49,22 +49,31 @@ def quarantine_counts(quarantine: DataFrame) -> tuple[int, dict[str, int]]:
 
 
 def samples(quarantine: DataFrame, masker: Masker) -> list[dict[str, Any]]:
-    """The first few quarantined rows in file order, with their reasons (masked as written),
-    whatever the size of the quarantine; each message as a person may read it (`Masker.message`):
-    the summary is a report, and alerts render from it."""
+    """The first few quarantined rows in file order, each as a person without the raw-payload
+    permission may read it (`sample`): the summary is a report, and the alerts rendered from it
+    are files the batches page serves to every logged-in user, emails and Slack messages."""
     return [
-        {
-            "source_file": r["_source_file"], "line_number": r["_line_number"],
-            "raw": shown_sample(bytes(r["_raw"]), masker),
-            "reasons": [reason.asDict() for reason in r["reasons"]],
-        }
+        sample(r["_source_file"], r["_line_number"], bytes(r["_raw"]),
+               [reason.asDict() for reason in r["reasons"]], masker)
         for r in quarantine.orderBy("_source_file", "_line_number").limit(SAMPLE_COUNT).collect()
     ]
 
 
+def sample(source_file: str, line_number: int | None, raw: bytes, reasons: list[dict[str, Any]],
+           masker: Masker) -> dict[str, Any]:
+    """One quarantined message for the summary: its text (`shown_sample`), and its reasons (masked
+    as written) with a line's start as its length and keyed hash (`Masker.reason_value`), in
+    every dataset: the masks the batch page shows a viewer, from the same key."""
+    return {"source_file": source_file, "line_number": line_number, "raw": shown_sample(raw, masker),
+            "reasons": [{**reason, "value": masker.reason_value(reason)} for reason in reasons]}
+
+
 def shown_sample(raw: bytes, masker: Masker) -> str:
-    """A message as a person may read it, cut; as it is (escaped) when nothing is personal."""
-    text = masker.message(raw) if masker.paths else escape_sample(raw)
+    """A message as a person may read it (`Masker.message`), cut: a line that is no JSON object
+    as its length and keyed hash in every dataset; a JSON object as it came (escaped) when the
+    dataset marks nothing personal."""
+    masked = masker.message(raw)
+    text = masked if masker.paths or masked.startswith(NOT_SHOWN) else escape_sample(raw)
     return text if len(text) <= SAMPLE_MAX_CHARS else text[:SAMPLE_MAX_CHARS] + "…"
 
 

@@ -161,7 +161,7 @@ def judge_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolate
     log = batch_logger(__name__, config.name, run.batch_id)
     contract = config.read_contract()
     batch = _Batch(
-        run=run, contract=contract, masker=Masker.for_dataset(config, run.lake.root, contract),
+        run=run, contract=contract, masker=Masker.for_readers(config, run.lake.root, contract),
         extras=second_chances.prepare(spark, run.lake, config, log),
         manifest=inputs.read_manifest(run.input_path), log=log,
         poison=listed.poison_frame(spark, entries) if entries else None, started=started,

@@ -97,7 +97,8 @@ tr.failed td {{ background: #fde2e2; }} tr.ok td:first-child {{ color: #176b2c; 
 <tbody>
 {chr(10).join(rows)}
 </tbody></table>
-<p>Great Expectations' own pages (their layout needs network; their content does not):
+<p>Great Expectations' own pages (the batches page serves them laid out, their filter
+working, without network or script):
 {" ".join(f'<a href="{_h(p)}">validation result</a>' for p in validation_pages)}
 <a href="index.html">Data Docs index</a></p>
 </body></html>
