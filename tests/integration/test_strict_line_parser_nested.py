@@ -492,10 +492,10 @@ def test_a_judged_array_gives_its_verdict_and_its_written_elements_as_a_row(spar
                 {"check": "regex", "pattern": "(?dU)^(?:S-[0-9]+)"},
                 {"check": "length", "min": 1, "max": 6}]),
             slot("qty", "integer", **rules, checks=[
-                {"check": "compare", "op": "greater_than_or_equal_to", "bound": "1", "exact": True},
-                {"check": "compare", "op": "less_than", "bound": "9.5", "exact": False}]),
+                {"check": "compare", "op": ">=", "bound": "1", "exact": True},
+                {"check": "compare", "op": "<", "bound": "9.5", "exact": False}]),
             decimal("price", 5, 2) | {"required": False, "nullable": True, "checks": [
-                {"check": "compare", "op": "greater_than", "bound": "0", "exact": True}]},
+                {"check": "compare", "op": ">", "bound": "0", "exact": True}]},
         ]}),
         slot("tags", "array", items={"type": "string", "judge": True, "nullable": False, "checks": [
             {"check": "in", "values": ["a", "b"], "negate": False}, {"check": "suffix", "text": "a"}]}),

@@ -418,7 +418,7 @@ def test_the_parser_is_asked_for_every_slot_by_path():
                  {"type": "integer", "path": ["n"], "required": True, "nullable": False, "checks": []}]}},
             {"type": "array", "path": ["amounts"], "items": {
                 "type": "decimal", "precision": 5, "scale": 1, "judge": True, "nullable": False, "checks": [
-                    {"check": "compare", "op": "greater_than", "bound": "0.5", "exact": False}]}},
+                    {"check": "compare", "op": ">", "bound": "0.5", "exact": False}]}},
         ],
     }
     assert [str(slot) for slot in given.slots] == ["id", "d", "d.when", "d.items", "amounts"]
@@ -465,5 +465,5 @@ def test_the_parser_judges_an_arrays_elements_only_where_it_means_what_spark_mea
     plain = json.loads(given.spec)["fields"][0]["items"]["fields"]
     assert sorted(rule["check"] for rule in plain[0]["checks"]) == ["in", "length", "regex"]
     assert plain[1]["checks"] == [
-        {"check": "compare", "op": "greater_than_or_equal_to", "bound": "1", "exact": True},
-        {"check": "compare", "op": "less_than", "bound": "9.5", "exact": False}]
+        {"check": "compare", "op": ">=", "bound": "1", "exact": True},
+        {"check": "compare", "op": "<", "bound": "9.5", "exact": False}]
