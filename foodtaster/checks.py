@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from decimal import Context, Decimal, localcontext
 from typing import Any
 
 import pandas as pd
 import pandera.pandas as pa  # pandera must be imported before extensions
 from pandera.api.extensions import register_check_method
 
-from foodtaster.contract.checks import COMPARISONS, Meanings
+from foodtaster.contract.checks import COMPARISONS, Meanings, MultipleOf
 
 # ISO-8601 date-time with a zone: `Z` or an offset within ±18:00; up to microseconds.
 # Offsets stop at 18 hours as java.time's do: Spark writes a timestamp with a larger offset
@@ -51,6 +52,16 @@ def _register() -> None:
     def iso_timestamp(value: object) -> bool:
         return is_iso_timestamp(value)
 
+    @register_check_method(statistics=["value"], check_type="element_wise")
+    def multiple_of(number: object, *, value: int | float) -> bool:
+        """JSON Schema's multipleOf (docs/decisions/044): a double's quotient is a whole double;
+        an integer or a decimal is a multiple of the divisor as written, exactly."""
+        if isinstance(number, float):
+            return bool(number / value % 1 == 0)
+        exact = Decimal(number) if isinstance(number, Decimal) else Decimal(int(number))  # type: ignore[call-overload]
+        with localcontext(Context(prec=100)):  # no rounding: 64 bits by 18 digits fit
+            return exact % MultipleOf(value).exact == 0
+
     @register_check_method(
         statistics=["if_column", "if_in", "then_column", "then_check", "then_value"],
         supported_types=pd.DataFrame,
@@ -80,5 +91,5 @@ except ValueError as err:  # registering twice (module reloaded) is harmless
 # The pandera check a contract writes for each declared check: pandera's own where it has one.
 PANDAS: Meanings[Any] = Meanings("pandas (pandera, the oracle)")
 for _name in (*COMPARISONS, "in_range", "isin", "notin", "str_matches", "str_contains", "str_startswith",
-              "str_endswith", "str_length", "iso_timestamp"):
+              "str_endswith", "str_length", "iso_timestamp", "multiple_of"):
     PANDAS.add(_name, getattr(pa.Check, _name))

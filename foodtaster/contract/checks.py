@@ -125,6 +125,30 @@ class Length:
     exact_value: int | None = None
 
 
+@dataclass(frozen=True)
+class MultipleOf:
+    """JSON Schema's `multipleOf`: an integer or a decimal is a multiple of the divisor as
+    written (`0.01`), exactly; a number (a double) is one where its quotient by the divisor is a
+    whole double, as the `jsonschema` library reads it: docs/decisions/044-multiple-of.md."""
+
+    value: int | float
+
+    def __post_init__(self) -> None:
+        v = self.value
+        number = isinstance(v, int | float) and not isinstance(v, bool)
+        if not number or not 0 < v < float("inf"):
+            raise CheckError(f"multiple_of takes a number above 0, not {v!r}")
+        digits = self.exact.as_tuple()
+        if not isinstance(digits.exponent, int) or digits.exponent < -18 or self.exact.adjusted() > 18:
+            raise CheckError(f"multiple_of {v!r}: a divisor has at most 18 digits before the point "
+                             "and 18 after it")
+
+    @property
+    def exact(self) -> Decimal:
+        """The divisor as written: a float's shortest decimal form (`0.01`, not its binary value)."""
+        return Decimal(repr(self.value)) if isinstance(self.value, float) else Decimal(self.value)
+
+
 def _length_words(a: Length) -> str:
     if a.exact_value is not None:
         return f"must be exactly {a.exact_value} characters"
@@ -192,6 +216,7 @@ declare("str_startswith", Text, "must start with {string}")
 declare("str_endswith", Text, "must end with {string}")
 declare("str_length", Length, _length_words)
 declare("iso_timestamp", NoArguments, "must be an ISO-8601 timestamp with a zone offset or Z")
+declare("multiple_of", MultipleOf, "must be a multiple of {value}")
 
 
 def declared(name: str) -> Declared:

@@ -1,5 +1,7 @@
 """One registry of checks: each declared check has a meaning in every back end, or a test names it."""
 
+from decimal import Decimal
+
 import pytest
 
 from foodtaster.checks import PANDAS
@@ -51,3 +53,11 @@ def test_arguments_are_typed_and_what_a_check_does_not_take_is_refused_by_name()
     with pytest.raises(ContractError, match="check in_range needs min_value"):
         FieldRule(Path.of("qty"), JsonType("integer"), True, False, False,
                   (Check("in_range", {"max_value": 1}),))
+
+
+def test_multiple_of_takes_a_divisor_above_zero_read_as_written():
+    assert Check("multiple_of", {"value": 0.01}).arguments.exact == Decimal("0.01")
+    assert Check("multiple_of", {"value": 5}).reason == "must be a multiple of 5"
+    for wrong in (0, -1, True, float("inf"), 1e-19, "5"):
+        with pytest.raises(CheckError, match="multiple_of"):
+            checks.MultipleOf(wrong)

@@ -107,6 +107,8 @@ PARSER.add("str_length", _strings(lambda a: {"check": "length", "min": a.min_val
                                              "exact": a.exact_value}))
 # a timestamp's slot is written as another type than the parser reads: never judged here
 PARSER.add("iso_timestamp", None)
+# not judged in the parser (yet): an array with it keeps Spark's `exists`
+PARSER.add("multiple_of", None)
 
 
 def _slot_rules(rule: FieldRule) -> Rule | None:

@@ -185,7 +185,7 @@ def _slot_checks(rule: FieldRule, slots: Slots) -> list[Check]:
         # a judged array's elements come back only where one fails: its written ones are counted
         measured = F.when(status == FieldStatus.OK, F.size(slots.read(name, "written") if judged else value))
     for one in rule.checks:
-        passes = SPARK[one.name](measured, one.arguments)
+        passes = SPARK[one.name](measured, one.arguments, "integer" if rule.is_array else rule.json_type.name)
         words = f"length {one.reason}" if rule.is_array else one.reason
         checks.append(check(measured.isNotNull() & ~passes, "contract",
                             rule_id(slots.rule(what), one.name, one.statistics), slots.words(name, words),

@@ -61,12 +61,14 @@ def output_type(rule: FieldRule) -> DataType:
 
 
 # The Spark meaning of each declared check (`foodtaster.contract.checks`): a condition on the
-# value's column that holds where it passes. The reason's words are the declaration's.
-SPARK: Meanings[Callable[[Column, Any], Column]] = Meanings("Spark columns")
+# value's column, of a JSON type (an array's length: integer), that holds where it passes. The
+# reason's words are the declaration's.
+ColumnMeaning = Callable[[Column, Any, str], Column]
+SPARK: Meanings[ColumnMeaning] = Meanings("Spark columns")
 
 
-def _comparison(c: checks.Comparison) -> Callable[[Column, Any], Column]:
-    return lambda value, a: c.test(value, getattr(a, c.argument))
+def _comparison(c: checks.Comparison) -> ColumnMeaning:
+    return lambda value, a, json_type: c.test(value, getattr(a, c.argument))
 
 
 for _name, _c in COMPARISONS.items():
@@ -74,45 +76,45 @@ for _name, _c in COMPARISONS.items():
 
 
 @SPARK.register("in_range")
-def _in_range(value: Column, a: checks.InRange) -> Column:
+def _in_range(value: Column, a: checks.InRange, json_type: str) -> Column:
     low = value >= a.min_value if a.include_min else value > a.min_value
     high = value <= a.max_value if a.include_max else value < a.max_value
     return low & high
 
 
 @SPARK.register("isin")
-def _isin(value: Column, a: checks.Allowed) -> Column:
+def _isin(value: Column, a: checks.Allowed, json_type: str) -> Column:
     return value.isin(*a.allowed_values)
 
 
 @SPARK.register("notin")
-def _notin(value: Column, a: checks.Forbidden) -> Column:
+def _notin(value: Column, a: checks.Forbidden, json_type: str) -> Column:
     return ~value.isin(*a.forbidden_values)
 
 
 @SPARK.register("str_matches")
-def _str_matches(value: Column, a: checks.Pattern) -> Column:
+def _str_matches(value: Column, a: checks.Pattern, json_type: str) -> Column:
     # pandera's str_matches is Python's re.match: anchored at the start only
     return F.regexp_like(value, F.lit(python_regex("^(?:" + a.pattern + ")")))
 
 
 @SPARK.register("str_contains")
-def _str_contains(value: Column, a: checks.Pattern) -> Column:
+def _str_contains(value: Column, a: checks.Pattern, json_type: str) -> Column:
     return F.regexp_like(value, F.lit(python_regex(a.pattern)))
 
 
 @SPARK.register("str_startswith")
-def _str_startswith(value: Column, a: checks.Text) -> Column:
+def _str_startswith(value: Column, a: checks.Text, json_type: str) -> Column:
     return value.startswith(a.string)
 
 
 @SPARK.register("str_endswith")
-def _str_endswith(value: Column, a: checks.Text) -> Column:
+def _str_endswith(value: Column, a: checks.Text, json_type: str) -> Column:
     return value.endswith(a.string)
 
 
 @SPARK.register("str_length")
-def _str_length(value: Column, a: checks.Length) -> Column:
+def _str_length(value: Column, a: checks.Length, json_type: str) -> Column:
     length = F.char_length(value)
     if a.exact_value is not None:
         return length == a.exact_value
@@ -125,9 +127,17 @@ def _str_length(value: Column, a: checks.Length) -> Column:
 
 
 @SPARK.register("iso_timestamp")
-def _iso_timestamp(value: Column, a: checks.NoArguments) -> Column:
+def _iso_timestamp(value: Column, a: checks.NoArguments, json_type: str) -> Column:
     # The written column's value (`field_outputs`): Spark computes it once a row for both.
     return layers.iso_timestamp(value).isNotNull()
+
+
+@SPARK.register("multiple_of")
+def _multiple_of(value: Column, a: checks.MultipleOf, json_type: str) -> Column:
+    if json_type == "number":  # a double: its quotient is a whole double (`% 1` is exact)
+        return value / a.value % 1 == 0
+    # a long or a decimal by a decimal: Spark's `%` is exact
+    return value % F.lit(a.exact) == 0
 
 
 def python_regex(pattern: str) -> str:
