@@ -194,11 +194,6 @@ class PythonCheck:
         return str(self.path)
 
     @property
-    def column(self) -> str:
-        """The boolean column of its verdict: true passes, false fails, null not judged."""
-        return f"_py_{self.path.column}_{self.name}"
-
-    @property
     def rule(self) -> str:
         return rule_id(self.path, self.name, self.statistics)
 

@@ -224,7 +224,6 @@ def _with_implied_objects(declared: dict[Path, FieldRule], owner: str) -> tuple[
         if rule.is_object and not any(f.is_under(rule.path) for f in fields):
             raise ContractError(f"{owner}.{rule.path}: an object with no field under it; name "
                                 "its fields (or drop it: unknown fields are kept as Config.strict says)")
-    _refuse_same_columns(list(fields), owner)
     return tuple(fields.values())
 
 
@@ -240,16 +239,6 @@ def _read_items(items: Any, where: str) -> Scope:
             raise ContractError(f"{where}[]: an array of arrays or of one-field objects is not supported")
         return Scope(scope.fields, scope.strict, scalar=True)
     return scope
-
-
-def _refuse_same_columns(paths: list[Path], owner: str) -> None:
-    """Two paths whose Spark columns would be one: refused by name (none, by `Path.column`)."""
-    seen: dict[str, Path] = {}
-    for path in paths:
-        if path.column in seen:
-            raise ContractError(f"{owner}: {str(seen[path.column])!r} and {str(path)!r} would be one "
-                                "column; rename one")
-        seen[path.column] = path
 
 
 def read_pandera(model: type[pa.DataFrameModel], source: str = "") -> Contract:

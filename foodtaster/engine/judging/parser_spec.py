@@ -227,5 +227,5 @@ def parser_input(contract: Contract, max_message_bytes: int) -> layers.ParserInp
 
 def slot_name(rule: FieldRule, part: str = "value") -> str:
     """A slot's field in the parser's struct: its value, status or offending text; a judged
-    array's `passed` and `written` elements."""
-    return rule.path.column + ("" if part == "value" else "__" + part)
+    array's `passed` and `written` elements (`layers.slot_name`)."""
+    return layers.slot_name(rule.path, part)

@@ -94,8 +94,7 @@ def _element_slots(element: Column, scope: Scope, path: Column | None, pattern: 
                    representation_only: bool = False) -> Slots:
     if scope.scalar:
         return Slots(lambda name, part: element.getField("_" + part), path, pattern, representation_only)
-    suffix = {"value": "", "status": "__status", "text": "__text"}
-    return Slots(lambda name, part: element.getField(name.column + suffix[part]), path, pattern,
+    return Slots(lambda name, part: element.getField(layers.slot_name(name, part)), path, pattern,
                  representation_only)
 
 
@@ -287,7 +286,8 @@ def _unexpected_checks() -> list[Check]:
 def _python_field_checks(contract: Contract) -> list[Check]:
     """A Python check fails where its verdict column (`with_python_checks`) is false."""
     return [
-        check(~F.col(c.column), "contract", c.rule, f"{c.field} fails the check {c.rule}",
+        check(~F.col(layers.python_check_column(c)), "contract", c.rule,
+              f"{c.field} fails the check {c.rule}",
               column=c.field, value=F.col(layers.value_column(c.path)))
         for c in contract.python_checks
     ]
