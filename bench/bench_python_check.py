@@ -44,21 +44,22 @@ def main() -> None:
         F.lit(0).alias(layers.status_column(Path.of("amount"))),
         F.lit(3).cast("long").alias(layers.value_column(Path.of("items"))),
     ).localCheckpoint(eager=True)
+    verdict_column = layers.python_check_column(check)
 
     def pandas_udf() -> int:
-        return with_python_checks(rows, contract).agg(F.count_if(~F.col(check.column))).first()[0]
+        return with_python_checks(rows, contract).agg(F.count_if(~F.col(verdict_column))).first()[0]
 
-    schema = StructType([*rows.schema.fields, StructField(check.column, BooleanType(), True)])
+    schema = StructType([*rows.schema.fields, StructField(verdict_column, BooleanType(), True)])
 
     def judge_batches(batches):
         for batch in batches:
             frame = batch.to_pandas()
             verdicts = python_check_verdicts(check, frame[amount].fillna(0.0), frame[amount].notna())
             yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(verdicts, pa.bool_())],
-                                             schema=batch.schema.append(pa.field(check.column, pa.bool_())))
+                                             schema=batch.schema.append(pa.field(verdict_column, pa.bool_())))
 
     def map_in_arrow() -> int:
-        return rows.mapInArrow(judge_batches, schema).agg(F.count_if(~F.col(check.column))).first()[0]
+        return rows.mapInArrow(judge_batches, schema).agg(F.count_if(~F.col(verdict_column))).first()[0]
 
     results = {}
     for name, run in (("pandas_udf", pandas_udf), ("mapInArrow", map_in_arrow)):

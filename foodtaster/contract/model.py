@@ -4,7 +4,7 @@ Front-ends read into it (`pandera_reader`: a pandera model; `json_schema`: a pro
 Schema); back-ends judge by it (`foodtaster.engine.judging.rules` and `row_checks` on Spark, with the
 strict parser's spec; `foodtaster_dev.oracle` in pandas). This module imports neither Spark
 nor pandera, as pandera's `api/` imports no backend: a check here is only its name and its
-arguments, what it means is each back-end's.
+arguments, declared once in `foodtaster.contract.checks`; what it means is each back-end's.
 
 Types are strict JSON types: a string is only a JSON string, a number a JSON number, an
 integer a number written without a fraction or exponent. A decimal and a date are read from
@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from foodtaster.contract.checks import CheckError, Declared, declared, render
 from foodtaster.contract.path import Path
 from foodtaster.errors import UsageError
 
@@ -58,38 +59,26 @@ OBJECT = JsonType("object")
 ARRAY = JsonType("array")
 
 
-# The checks the model knows, by name, with the arguments each takes; a back-end gives each its
-# meaning (Spark: `foodtaster.engine.judging.rules.COLUMN_CHECKS`; pandas: pandera's own check).
-COMPARISON_WORDS = {
-    "greater_than": ">", "greater_than_or_equal_to": ">=", "less_than": "<",
-    "less_than_or_equal_to": "<=", "equal_to": "==", "not_equal_to": "!=",
-}
-CHECKS: dict[str, tuple[str, ...]] = {
-    **{name: ("min_value",) if "greater" in name else ("max_value",) if "less" in name
-       else ("value",) for name in COMPARISON_WORDS},
-    "in_range": ("min_value", "max_value", "include_min", "include_max"),
-    "isin": ("allowed_values",),
-    "notin": ("forbidden_values",),
-    "str_matches": ("pattern",),
-    "str_contains": ("pattern",),
-    "str_startswith": ("string",),
-    "str_endswith": ("string",),
-    "str_length": ("min_value", "max_value", "exact_value"),
-    "iso_timestamp": (),
-}
-
-
 class Check(NamedTuple):
-    """One check on a slot's value: its name in `CHECKS` and its arguments (pandera's statistics)."""
+    """One check on a slot's value: its name, declared in `foodtaster.contract.checks`, and its
+    arguments as written (pandera's statistics; rule ids print them)."""
 
     name: str
     statistics: dict[str, Any]
 
+    @property
+    def declared(self) -> Declared:
+        return declared(self.name)
 
-def render(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value)
+    @property
+    def arguments(self) -> Any:
+        """The arguments typed (`checks.InRange`, ...), as each back end reads them."""
+        return self.declared.read(self.statistics)
+
+    @property
+    def reason(self) -> str:
+        """What a failing value must be, for a person: `must be >= 0`."""
+        return self.declared.reason(self.arguments)
 
 
 def rule_id(column: str | Path | None, check_name: str, statistics: dict[str, Any]) -> str:
@@ -132,6 +121,13 @@ class FieldRule:
     items: Scope | None = None
     declared: bool = True
     personal: bool = False
+
+    def __post_init__(self) -> None:
+        for one in self.checks:  # every check declared, its arguments ones it takes
+            try:
+                one.arguments  # noqa: B018
+            except CheckError as err:
+                raise ContractError(f"{self.path}: {err}") from err
 
     @property
     def name(self) -> str:
@@ -196,11 +192,6 @@ class PythonCheck:
     @property
     def field(self) -> str:
         return str(self.path)
-
-    @property
-    def column(self) -> str:
-        """The boolean column of its verdict: true passes, false fails, null not judged."""
-        return f"_py_{self.path.column}_{self.name}"
 
     @property
     def rule(self) -> str:

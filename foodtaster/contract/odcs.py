@@ -249,6 +249,8 @@ class _Reader:
                         raise ContractError(f"{where}: logicalTypeOptions.{option} is a boolean; write the "
                                             "bound itself (ODCS 3.1: exclusiveMinimum: 0)")
                     checks.append(Check(name, {"min_value" if "greater" in name else "max_value": bound}))
+            if "multipleOf" in options:
+                checks.append(Check("multiple_of", {"value": options.pop("multipleOf")}))
             if kind == "integer" and "format" in options:
                 written = options.pop("format")
                 if written not in _INTEGER_FORMATS:

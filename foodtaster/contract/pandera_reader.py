@@ -18,10 +18,9 @@ from typing import Any
 import pandera.pandas as pa
 from pandera.engines import pandas_engine
 
+from foodtaster.contract.checks import COMPARISONS, DECLARED
 from foodtaster.contract.model import (
     ARRAY,
-    CHECKS,
-    COMPARISON_WORDS,
     OBJECT,
     SCALAR_ITEM,
     Check,
@@ -136,13 +135,13 @@ def _column_checks(where: str, column: Any) -> tuple[list[Check], list[Any]]:
     known, python = [], []
     for written in column.checks:
         _refuse_options(f"{where}: check {written.name!r}", written, _CHECK_OPTIONS)
-        if written.name in CHECKS and written.groupby is None:
+        if written.name in DECLARED and written.groupby is None:
             known.append(Check(written.name, dict(written.statistics or {})))
         elif written.name in pa.Check.REGISTERED_CUSTOM_CHECKS and written.groupby is None:
             python.append(written)
         else:
             raise ContractError(
-                f"{where}: check {written.name!r} has no meaning here; known: {sorted(CHECKS)}, or a "
+                f"{where}: check {written.name!r} has no meaning here; known: {sorted(DECLARED)}, or a "
                 "check registered with pandera.extensions.register_check_method (vectorized or "
                 "element_wise)"
             )
@@ -225,7 +224,6 @@ def _with_implied_objects(declared: dict[Path, FieldRule], owner: str) -> tuple[
         if rule.is_object and not any(f.is_under(rule.path) for f in fields):
             raise ContractError(f"{owner}.{rule.path}: an object with no field under it; name "
                                 "its fields (or drop it: unknown fields are kept as Config.strict says)")
-    _refuse_same_columns(list(fields), owner)
     return tuple(fields.values())
 
 
@@ -241,16 +239,6 @@ def _read_items(items: Any, where: str) -> Scope:
             raise ContractError(f"{where}[]: an array of arrays or of one-field objects is not supported")
         return Scope(scope.fields, scope.strict, scalar=True)
     return scope
-
-
-def _refuse_same_columns(paths: list[Path], owner: str) -> None:
-    """Two paths whose Spark columns would be one: refused by name (none, by `Path.column`)."""
-    seen: dict[str, Path] = {}
-    for path in paths:
-        if path.column in seen:
-            raise ContractError(f"{owner}: {str(seen[path.column])!r} and {str(path)!r} would be one "
-                                "column; rename one")
-        seen[path.column] = path
 
 
 def read_pandera(model: type[pa.DataFrameModel], source: str = "") -> Contract:
@@ -319,9 +307,9 @@ def _refuse_another_conditional(owner: str, s: dict[str, Any], names: dict[str, 
     if then_rule.json_type.name not in ("number", "integer"):
         raise ContractError(f"{owner}: the conditional's then_column {s['then_column']!r} is a "
                             f"{then_rule.json_type.name}; it compares a number or integer field")
-    if s["then_check"] not in COMPARISON_WORDS or not _is_number(s["then_value"]):
+    if s["then_check"] not in COMPARISONS or not _is_number(s["then_value"]):
         raise ContractError(f"{owner}: the conditional's then_check {s['then_check']!r} and then_value "
-                            f"{s['then_value']!r} are one of {sorted(COMPARISON_WORDS)} and a number")
+                            f"{s['then_value']!r} are one of {sorted(COMPARISONS)} and a number")
     if not all(_OF_TYPE[if_rule.json_type.name](v) for v in s["if_in"]):
         raise ContractError(f"{owner}: the conditional's if_in {s['if_in']!r} are not all values of "
                             f"{s['if_column']!r}, a {if_rule.json_type.name}")

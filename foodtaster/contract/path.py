@@ -134,22 +134,6 @@ class Path:
             raise PathError(f"{self} is not under {other}")
         return Path(self.steps[len(other.steps):])
 
-    @property
-    def column(self) -> str:
-        """A name for a Spark column of this path, one name a path: letters, digits and `_`
-        only (Spark reads a dot in a name as a struct field), every other character and the
-        separators escaped, so two paths never share a column."""
-        parts = []
-        for step in self.steps:
-            if isinstance(step, _Each):
-                parts.append("_E")
-            elif isinstance(step, int):
-                parts.append(f"_I{step}")
-            else:
-                parts.append("_K" + "".join(c if c.isalnum() and c.isascii() else f"_{ord(c):x}_"
-                                            for c in step))
-        return "".join(parts)
-
     def __str__(self) -> str:
         out: list[str] = []
         for step in self.steps:

@@ -39,7 +39,10 @@ APPLIES_TO: dict[str, str | None] = {
 SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}
 # Names a field may not take: the class body's annotations read them after the fields.
 RESERVED = frozenset({"object", "str", "int", "float", "bool", "pa", "Series", "config"})
-CHECK_KEYWORDS = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt"}
+CHECK_KEYWORDS = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt",
+                  "multipleOf": "multiple_of"}
+# The checks `foodtaster.checks` registers with pandera: the module then imports it.
+REGISTERED = ("iso_timestamp", "multiple_of")
 
 
 def pointer_text(parts: tuple[str, ...]) -> str:
@@ -83,6 +86,7 @@ class _Reader:
         self.by_ref: dict[str, str] = {}
         self.building: set[str] = set()
         self.uses_timestamp = self.uses_int = self.uses_pattern = False
+        self.registered: set[str] = set()
 
     # ---- schemas -------------------------------------------------------------------------
 
@@ -239,6 +243,7 @@ class _Reader:
                 if isinstance(schema.get(word), int | float) and not isinstance(schema[word], bool):
                     checks.append(f"{check}={schema[word]!r}")
                     node.handled.add(word)
+                    self.registered |= {check} & set(REGISTERED)
         if kind == "string":
             lengths = {"min_value": schema.get("minLength"), "max_value": schema.get("maxLength")}
             lengths = {k: v for k, v in lengths.items() if v is not None}
@@ -253,6 +258,7 @@ class _Reader:
             if form == "date-time":
                 checks.append("iso_timestamp=()")
                 self.uses_timestamp = True
+                self.registered.add("iso_timestamp")
             if form in ("date", "date-time"):
                 node.handled.add("format")
             elif form is not None:
@@ -389,8 +395,9 @@ def pandera_module_of(document: dict[str, Any], name: str, source: str = "the sc
     if reader.uses_timestamp:
         out.append("- date-time is read as iso_timestamp (ISO-8601 with a zone): close to RFC 3339, not it.")
     out += ['"""', "", "import pandera.pandas as pa", "from pandera.typing import Series", ""]
-    if reader.uses_timestamp:
-        out += ["import foodtaster.checks  # noqa: F401  registers iso_timestamp", ""]
+    if reader.registered:
+        names = " and ".join(n for n in REGISTERED if n in reader.registered)
+        out += [f"import foodtaster.checks  # noqa: F401  registers {names}", ""]
     for model in reader.models:
         out += ["", *_render(model), ""]
     return "\n".join(out).rstrip() + "\n"

@@ -25,6 +25,7 @@ import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from foodtaster.contract.path import Path
 from foodtaster.errors import NotFound
 from foodtaster.lineage import LINEAGE
 from foodtaster.rule_ids import LISTED as LISTED_RULE
@@ -91,15 +92,22 @@ def table_columns(lake: Lake, zone: str, dataset: str) -> list[str]:
     return DatasetTables(lake, dataset).columns(zone)
 
 
+def root_column(path: str) -> str:
+    """The top-level column a field's path starts with (`data` of `data.order_id`; the key
+    `app.name` of `["app.name"]`): the path parsed, never split at a dot."""
+    return Path.parse(path).keys[0]
+
+
 def column_at(table: pa.Table, path: str) -> pa.ChunkedArray:
     """The values of a field named by its path, read with the path's first name: a nested
     field (`data.order_id`, group_by of a nested dataset) through the structs on its way.
 
     (pyarrow reads a column `data.order_id` as one named `order_id`: the path's first name
-    is read instead, the rest followed here.)"""
+    is read instead, the rest followed here.) The path is parsed, never split at a dot: a
+    quoted key (`data["app.name"]`) is one name."""
     if path in table.column_names:
         return table.column(path)
-    root, *rest = path.split(".")
+    root, *rest = Path.parse(path).keys
     column = table.column(root)
     for name in rest:
         column = pc.struct_field(column, name)

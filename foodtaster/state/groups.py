@@ -129,7 +129,7 @@ def held_counts(lake: Lake, dataset: str, group_by: str) -> Counter[str]:
     """Group value -> its messages held in quarantine now (reason `group.poisoned`, not yet
     published later, duplicate or purged), from the quarantine table and the dispositions
     log, counted with pyarrow: only the distinct groups become Python values."""
-    from foodtaster.state.browse import column_at, read_batch, table_columns, with_reason
+    from foodtaster.state.browse import column_at, read_batch, root_column, table_columns, with_reason
     from foodtaster.state.dispositions import SETTLED, Dispositions
     from foodtaster.state.tables import QUARANTINE
 
@@ -137,7 +137,7 @@ def held_counts(lake: Lake, dataset: str, group_by: str) -> Counter[str]:
     disposed = Dispositions(lake, dataset).state().table()
     settled = disposed.filter(pc.is_in(disposed.column("status"), value_set=pa.array(sorted(SETTLED))))
     held: Counter[str] = Counter()
-    root = group_by.split(".", 1)[0]  # a nested group key is read through its top-level struct
+    root = root_column(group_by)  # a nested group key is read through its top-level struct
     if root in table_columns(lake, QUARANTINE, dataset):
         table = read_batch(lake, QUARANTINE, dataset, None, [root, "reasons", *lineage])
         rows = table.filter(with_reason(table.column("reasons"), lambda rules: pc.equal(rules, RULE)))

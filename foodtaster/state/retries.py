@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from foodtaster.lineage import BATCH_ID, LINE_NUMBER, LINEAGE_KEY, SOURCE_FILE, lineage_key
-from foodtaster.state.browse import column_at, read_batch, table_columns, with_reason
+from foodtaster.state.browse import column_at, read_batch, root_column, table_columns, with_reason
 from foodtaster.state.dispositions import EXHAUSTED, REDRIVEN, RETRYING, SETTLED, Dispositions
 from foodtaster.state.groups import RULE as HELD_RULE
 from foodtaster.state.groups import GroupLog
@@ -98,10 +98,11 @@ def retry_candidates(lake: Lake, dataset: str, columns: Iterable[str], rules: Co
     or releases, and turning each (with its reasons) into a dict cost seconds a 100k rows.
     """
     names = table_columns(lake, QUARANTINE, dataset)
-    wanted = [c for c in dict.fromkeys(columns) if _root(c) in names]
+    wanted = [c for c in dict.fromkeys(columns) if root_column(c) in names]
     if "reasons" not in names:
         return []
-    table = read_batch(lake, QUARANTINE, dataset, None, list(dict.fromkeys([*map(_root, wanted), "reasons"])))
+    read = list(dict.fromkeys([*map(root_column, wanted), "reasons"]))
+    table = read_batch(lake, QUARANTINE, dataset, None, read)
     if not table.num_rows:
         return []
     reasons = table.column("reasons")
@@ -120,11 +121,6 @@ def retry_candidates(lake: Lake, dataset: str, columns: Iterable[str], rules: Co
         return []
     kept = table.filter(functools.reduce(pc.or_, keep))
     return pa.table({column: column_at(kept, column) for column in wanted}).to_pylist()
-
-
-def _root(column: str) -> str:
-    """The top-level column a column's path starts with (`data` of `data.order_id`)."""
-    return column.split(".", 1)[0]
 
 
 def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_by: str | None,

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 from datetime import UTC, datetime, timedelta
 
+import pandera.pandas as pa
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from pandera.typing import Series
 from support.frames import lines_frame
 
+import foodtaster.checks  # noqa: F401  registers multiple_of
 from contracts.orders import Orders
 from foodtaster.contract import read_contract
 from foodtaster.contract.model import FieldRule
@@ -245,3 +249,48 @@ def test_spark_and_pandera_agree_on_a_python_check(spark, batch, amounts):
                                          f"{reference - spark_rules}"
         verdicts.append("amount.decimal_places(2)" in spark_rules)
     assert any(verdicts) and not all(verdicts)
+
+
+class Measured(pa.DataFrameModel):
+    """`multiple_of` (JSON Schema's multipleOf) on each type it takes, with an integer and a float
+    divisor: Spark's `%` and the pandas check it is registered as must agree."""
+
+    qty: Series[int] = pa.Field(multiple_of=5)
+    big: Series[int] = pa.Field(multiple_of=2**40)
+    half: Series[float] = pa.Field(multiple_of=0.5)
+    cents: Series[float] = pa.Field(multiple_of=0.01)
+    fives: Series[float] = pa.Field(multiple_of=5)
+    price: Series[pa.Decimal] = pa.Field(multiple_of=5, dtype_kwargs={"precision": 12, "scale": 2})
+    share: Series[pa.Decimal] = pa.Field(multiple_of=0.1, dtype_kwargs={"precision": 12, "scale": 2})
+
+
+MEASURED = read_contract(Measured)
+MULTIPLES = [0, 5, -5, 7, 10, 2**40, 3 * 2**40, 2**40 + 1, 2**62, 2**63 - 1, -(2**63), 0.5, 2.5, 0.3, 0.7,
+             0.1 + 0.2, 10.01, 1e300, 2.5e-5, 1e-7, 1e15 + 0.5, Literal("-0.0"), Literal("1E2"),
+             Literal("12.50"), Literal("10.00"), Literal("0.30"), Literal("1E-2"), Literal("999999999.95"),
+             Literal("4.9e-324"), Literal("1e400"), 2**63, "5", None, True]
+
+
+def test_spark_and_pandera_agree_on_multiple_of_on_every_type(spark):
+    base = {"qty": 10, "big": 2**41, "half": 1.5, "cents": 0.25, "fives": 15, "price": 10, "share": 0.5}
+    draw = random.Random(44)
+    near = [round(draw.uniform(-50, 50), draw.choice([0, 1, 2, 3])) for _ in range(8)]
+    values = MULTIPLES + near
+    names = list(base)
+    # every field takes every value once with the others rotated (pandera judges a message at a
+    # time: one message a value, not one a field and value), then once with the others valid
+    batch = [{name: values[(i + 5 * k) % len(values)] for k, name in enumerate(names)}
+             for i in range(len(values))]
+    batch += [{**base, names[i % len(names)]: value} for i, value in enumerate(values)]
+    lines = [encode(m) for m in batch]
+    rows = validate_lines(lines_frame(spark, lines), MEASURED, 1 << 20).orderBy("_row_id").collect()
+    failed = []
+    for line, row in zip(lines, rows, strict=True):
+        spark_rules = {r.rule for r in row["_reasons"]}
+        reference = failed_rules(decode(line), Measured, MEASURED)
+        assert spark_rules == reference, f"{line}: spark only {spark_rules - reference}, pandera only " \
+                                         f"{reference - spark_rules}"
+        failed += [rule for rule in spark_rules if ".multiple_of(" in rule]
+    # every field's multiple_of both passes and fails: the test compares verdicts that differ
+    assert {rule.split(".")[0] for rule in failed} == set(base)
+    assert sum(not row["_reasons"] for row in rows) >= 10

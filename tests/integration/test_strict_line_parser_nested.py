@@ -5,6 +5,7 @@ the one parse of the line; and the UDF's row, through Spark SQL."""
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 
 import pytest
@@ -393,6 +394,8 @@ def test_a_key_longer_than_jackson_reads_is_invalid_json_not_too_deep(parser):
     ([slot("a", "string"), slot("a.b", "string")], "field a.b needs its parent a"),
     ([slot("a", "array", items={"type": "string"}), slot("a.b", "string")], "field a.b needs its parent a"),
     ([slot("a", "object"), slot("a.b", "string"), slot("a.b", "number")], "field twice: a.b"),
+    # a key holding a dot is named as a path prints it, never as two keys
+    ([{"path": ["a.b", "c"], "type": "string"}], re.escape('field ["a.b"].c needs its parent ["a.b"]')),
     ([slot("a", "decimal")], "decimal field a needs precision and scale"),
     ([decimal("a", 5, 6)], "0 <= scale <= precision"),
     ([slot("a", "array")], "array field a needs items"),
@@ -492,10 +495,10 @@ def test_a_judged_array_gives_its_verdict_and_its_written_elements_as_a_row(spar
                 {"check": "regex", "pattern": "(?dU)^(?:S-[0-9]+)"},
                 {"check": "length", "min": 1, "max": 6}]),
             slot("qty", "integer", **rules, checks=[
-                {"check": "compare", "op": "greater_than_or_equal_to", "bound": "1", "exact": True},
-                {"check": "compare", "op": "less_than", "bound": "9.5", "exact": False}]),
+                {"check": "compare", "op": ">=", "bound": "1", "exact": True},
+                {"check": "compare", "op": "<", "bound": "9.5", "exact": False}]),
             decimal("price", 5, 2) | {"required": False, "nullable": True, "checks": [
-                {"check": "compare", "op": "greater_than", "bound": "0", "exact": True}]},
+                {"check": "compare", "op": ">", "bound": "0", "exact": True}]},
         ]}),
         slot("tags", "array", items={"type": "string", "judge": True, "nullable": False, "checks": [
             {"check": "in", "values": ["a", "b"], "negate": False}, {"check": "suffix", "text": "a"}]}),

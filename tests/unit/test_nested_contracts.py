@@ -22,7 +22,7 @@ import foodtaster_dev.contracts.checked  # noqa: F401  registers the Python chec
 from foodtaster.contract import read_contract
 from foodtaster.contract.model import ContractError
 from foodtaster.contract.path import Path
-from foodtaster.engine.judging.layers import UNEXPECTED, UNKNOWN
+from foodtaster.engine.judging.layers import UNEXPECTED, UNKNOWN, column_name, slot_name
 from foodtaster.engine.judging.parser_spec import parser_input
 from foodtaster.engine.judging.reasons import VALUE_MAX_CHARS
 
@@ -62,7 +62,7 @@ def test_paths_that_look_alike_name_apart_places_and_columns():
     contract = read_contract(Alike)
     assert [f.path.keys for f in contract.fields] == [("a",), ("a", "b"), ("a__b",), ("a.b",)]
     assert [f.name for f in contract.fields] == ["a", "a.b", "a__b", '["a.b"]']
-    assert len({f.path.column for f in contract.fields}) == 4
+    assert len({column_name(f.path) for f in contract.fields}) == 4
     spec = json.loads(parser_input(contract, 1000).spec)
     assert [f["path"] for f in spec["fields"]] == [["a"], ["a", "b"], ["a__b"], ["a.b"]]
 
@@ -418,18 +418,18 @@ def test_the_parser_is_asked_for_every_slot_by_path():
                  {"type": "integer", "path": ["n"], "required": True, "nullable": False, "checks": []}]}},
             {"type": "array", "path": ["amounts"], "items": {
                 "type": "decimal", "precision": 5, "scale": 1, "judge": True, "nullable": False, "checks": [
-                    {"check": "compare", "op": "greater_than", "bound": "0.5", "exact": False}]}},
+                    {"check": "compare", "op": ">", "bound": "0.5", "exact": False}]}},
         ],
     }
     assert [str(slot) for slot in given.slots] == ["id", "d", "d.when", "d.items", "amounts"]
     assert [str(slot) for slot in given.judged] == ["d.items", "amounts"]
-    slot_columns = [f"{slot.column}{part}" for slot in given.slots for part in ("", "__status", "__text")]
-    judged_columns = [f"{slot.column}{part}" for slot in given.judged for part in ("__passed", "__written")]
+    slot_columns = [slot_name(slot, part) for slot in given.slots for part in ("value", "status", "text")]
+    judged_columns = [slot_name(slot, part) for slot in given.judged for part in ("passed", "written")]
     assert given.returns.names == ["reasons", *slot_columns, UNEXPECTED, UNKNOWN, *judged_columns]
-    element = given.returns[Path.of("d", "items").column].dataType.elementType  # type: ignore[attr-defined]
-    n = Path.of("n").column
+    element = given.returns[column_name(Path.of("d", "items"))].dataType.elementType  # type: ignore[attr-defined]
+    n = column_name(Path.of("n"))
     assert element.names == ["_status", "_text", n, f"{n}__status", f"{n}__text"]
-    amount = given.returns[Path.of("amounts").column].dataType.elementType  # type: ignore[attr-defined]
+    amount = given.returns[column_name(Path.of("amounts"))].dataType.elementType  # type: ignore[attr-defined]
     assert amount.names == ["_status", "_text", "_value"]
 
 
@@ -465,5 +465,5 @@ def test_the_parser_judges_an_arrays_elements_only_where_it_means_what_spark_mea
     plain = json.loads(given.spec)["fields"][0]["items"]["fields"]
     assert sorted(rule["check"] for rule in plain[0]["checks"]) == ["in", "length", "regex"]
     assert plain[1]["checks"] == [
-        {"check": "compare", "op": "greater_than_or_equal_to", "bound": "1", "exact": True},
-        {"check": "compare", "op": "less_than", "bound": "9.5", "exact": False}]
+        {"check": "compare", "op": ">=", "bound": "1", "exact": True},
+        {"check": "compare", "op": "<", "bound": "9.5", "exact": False}]

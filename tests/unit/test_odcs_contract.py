@@ -93,7 +93,7 @@ schema:
             - name: weight_g
               logicalType: integer
               required: true
-              logicalTypeOptions: {exclusiveMinimum: 0, format: i32}
+              logicalTypeOptions: {exclusiveMinimum: 0, multipleOf: 10, format: i32}
             - name: fragile
               logicalType: boolean
       - name: tags
@@ -129,7 +129,8 @@ def test_properties_at_every_depth_with_their_types_checks_keys_and_personal_mar
     assert rows["recipient"].personal and not rows["carrier"].personal
     assert rows["recipient.zip"].checks == ("str_contains(^[0-9]{5}$)",)
     assert rows["parcels"].checks == ("greater_than_or_equal_to(1)", "less_than_or_equal_to(20)")
-    assert rows["parcels[].weight_g"].checks == ("greater_than(0)", "in_range(min_value=-2147483648,"
+    assert rows["parcels[].weight_g"].checks == ("greater_than(0)", "multiple_of(10)",
+                                                 "in_range(min_value=-2147483648,"
                                                  "max_value=2147483647,include_min=True,include_max=True)")
     assert rows["tags[]"].checks == ("str_length(min_value=None,max_value=16)",) or \
         rows["tags[]"].checks == ("str_length(16)",)

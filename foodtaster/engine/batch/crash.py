@@ -300,7 +300,7 @@ def isolate_and_list(spark: SparkSession, batch: BatchInput, limit: int, log: Ba
     poison_list = PoisonList(batch.lake, config.name)
     entries = poison_list.entries()
     poison = listed.poison_frame(spark, entries) if entries else None
-    verdicts = [F.count_if(F.col(c.column)) for c in contract.python_checks]
+    verdicts = [F.count_if(F.col(layers.python_check_column(c))) for c in contract.python_checks]
     budget = guard.Budget.of(config)
     steps = 0
 

@@ -72,11 +72,13 @@ def suite_frame(rows: DataFrame, columns: list[str]) -> DataFrame:
     selects the column before reading it back by name, so a struct field reached through its
     parent is not found by either. A top-level column whose name is the dotted path is: GX
     lists it as `` `data.total` `` and hands its metrics the backticked name, and the results and
-    Data Docs keep the suite's own spelling. `F.col(path)` reads the path through the structs.
+    Data Docs keep the suite's own spelling. The column is read through the structs by its parsed
+    path, so a quoted key holding a dot (`data["app.name"]`) is one name, never two.
     """
-    from pyspark.sql import functions as F
+    from foodtaster.contract.path import Path
+    from foodtaster.engine.judging.layers import written_column
 
-    return rows.select(*[F.col(column).alias(column) for column in columns])
+    return rows.select(*[written_column(Path.parse(column)).alias(column) for column in columns])
 
 
 def _error(info: dict[str, Any] | None) -> str | None:

@@ -94,7 +94,7 @@ def _verdict_columns(contract: Contract) -> list[str]:
         columns += [layers.status_column(rule.path), layers.text_column(rule.path)]
         if row_checks.carried_value(rule):
             columns.append(layers.value_column(rule.path))
-    return columns + [c.column for c in contract.python_checks]
+    return columns + [layers.python_check_column(c) for c in contract.python_checks]
 
 
 def explain(rows: DataFrame, contract: Contract, max_message_bytes: int) -> DataFrame:

@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, LongType, StringType, StructField, StructType
 
-from foodtaster.contract.model import Key
+from foodtaster.contract.model import Key, PythonCheck
 from foodtaster.contract.path import Path
 
 TEXT = "_text"
@@ -66,26 +66,58 @@ UNKNOWN_TYPE = ArrayType(StructType([StructField("path", StringType(), True),
                                      StructField("json", StringType(), True)]), True)
 
 
+def column_name(path: Path) -> str:
+    """A name for a Spark column of this path, one name a path: letters, digits and `_`
+    only (Spark reads a dot in a name as a struct field), every other character and the
+    separators escaped, so two paths never share a column."""
+    parts = []
+    for step in path.steps:
+        if isinstance(step, int):
+            parts.append(f"_I{step}")
+        elif isinstance(step, str):
+            parts.append("_K" + "".join(c if c.isalnum() and c.isascii() else f"_{ord(c):x}_" for c in step))
+        else:  # every element
+            parts.append("_E")
+    return "".join(parts)
+
+
+# A slot's parts in the parser's struct: its value, status and offending text; a judged
+# array's verdict and written elements.
+SLOT_PARTS = ("value", "status", "text", "passed", "written")
+
+
+def slot_name(path: Path, part: str = "value") -> str:
+    """A slot's field in the parser's struct (`parser_spec`), and in an element's struct."""
+    if part not in SLOT_PARTS:
+        raise ValueError(f"no slot part {part!r}; one of {', '.join(SLOT_PARTS)}")
+    return column_name(path) + ("" if part == "value" else "__" + part)
+
+
 def status_column(field: Path) -> str:
-    return f"_s{field.column}"
+    return f"_s{column_name(field)}"
 
 
 def text_column(field: Path) -> str:
-    return f"_x{field.column}"
+    return f"_x{column_name(field)}"
 
 
 def value_column(field: Path) -> str:
-    return f"_t{field.column}"
+    return f"_t{column_name(field)}"
 
 
 def passed_column(field: Path) -> str:
     """A judged array's verdict from the parser: every element passes (`parser_spec`)."""
-    return f"_k{field.column}"
+    return f"_k{column_name(field)}"
 
 
 def written_elements_column(field: Path) -> str:
     """A judged array's elements as written to valid/, from the parser (`parser_spec`)."""
-    return f"_w{field.column}"
+    return f"_w{column_name(field)}"
+
+
+def python_check_column(python_check: PythonCheck) -> str:
+    """A Python check's verdict column: true passes, false fails, null not judged."""
+    return f"_py_{column_name(python_check.path)}_{python_check.name}"
 
 
 def named(name: str) -> Column:
@@ -173,7 +205,7 @@ def _not_on_classpath(java_class: str) -> RuntimeError:
 def parse(lines: DataFrame, parser: ParserInput) -> DataFrame:
     """Lines (with `_raw`, their bytes) -> the same rows with `_line_reasons`, `_unexpected`,
     `_unknown` and, a slot, its value `_t<c>`, status `_s<c>` and offending JSON text
-    `_x<c>` (`<c>` the slot's `Path.column`), a judged array its verdict `_k<c>` and written
+    `_x<c>` (`<c>` the slot's `column_name`), a judged array its verdict `_k<c>` and written
     elements `_w<c>`; `_text` is dropped.
 
     The parser runs once a row: its result is one projection that the slot columns read
@@ -188,13 +220,13 @@ def parse(lines: DataFrame, parser: ParserInput) -> DataFrame:
                result.getField(UNEXPECTED).alias(UNEXPECTED), result.getField(UNKNOWN).alias(UNKNOWN)]
     for slot in parser.slots:
         outputs += [
-            result.getField(slot.column).alias(value_column(slot)),
-            result.getField(f"{slot.column}__status").alias(status_column(slot)),
-            result.getField(f"{slot.column}__text").alias(text_column(slot)),
+            result.getField(slot_name(slot)).alias(value_column(slot)),
+            result.getField(slot_name(slot, "status")).alias(status_column(slot)),
+            result.getField(slot_name(slot, "text")).alias(text_column(slot)),
         ]
     for slot in parser.judged:
-        outputs += [result.getField(f"{slot.column}__passed").alias(passed_column(slot)),
-                    result.getField(f"{slot.column}__written").alias(written_elements_column(slot))]
+        outputs += [result.getField(slot_name(slot, "passed")).alias(passed_column(slot)),
+                    result.getField(slot_name(slot, "written")).alias(written_elements_column(slot))]
     return parsed.select(*keep, *outputs)
 
 

@@ -2,7 +2,7 @@
 whose elements it judges itself.
 
 An array of the message's level whose element rules the parser can judge exactly as their Spark
-columns (`rules.COLUMN_CHECKS`) do is judged in the parser's one pass: it returns, beside the
+columns (`rules.SPARK`) do is judged in the parser's one pass: it returns, beside the
 array's slots, whether every element passes and the elements as written to valid/, so the cheap
 pass reads one boolean and one column instead of running Spark's higher-order functions over the
 elements (`exists`, `transform`: outside whole-stage code generation), and the elements with their
@@ -27,6 +27,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from foodtaster.contract import checks
+from foodtaster.contract.checks import COMPARISONS, Meanings
 from foodtaster.contract.model import Contract, FieldRule, Scope
 from foodtaster.contract.path import Path
 from foodtaster.engine.judging import layers
@@ -35,7 +37,12 @@ from foodtaster.engine.judging.rules import output_type, parsed_type, python_reg
 
 NUMBERS = ("integer", "number", "decimal")
 Rule = dict[str, Any]
-RuleForms = Callable[[str, dict[str, Any]], list[Rule] | None]  # a check's rules on a JSON type
+RuleForms = Callable[[str, Any], list[Rule] | None]  # a check's rules on a JSON type, its arguments
+
+# The parser's rules for each declared check (`foodtaster.contract.checks`) on a slot of a JSON
+# type, or None where the parser cannot judge it exactly as its Spark column (`rules.SPARK`)
+# does: the array then keeps `exists`. A check registered as None is never judged here.
+PARSER: Meanings[RuleForms] = Meanings("the strict parser's spec")
 
 
 def _bound(value: Any) -> Rule | None:
@@ -53,63 +60,55 @@ def _compare(op: str, value: Any) -> Rule | None:
     return None if bound is None else {"check": "compare", "op": op, **bound}
 
 
-def _comparison(op: str) -> RuleForms:
-    def rule(json_type: str, s: dict[str, Any]) -> list[Rule] | None:
-        (value,) = s.values()
-        one = _compare(op, value) if json_type in NUMBERS else None
+def _on(json_types: tuple[str, ...], rule: Callable[[Any], Rule | None]) -> RuleForms:
+    """A check of one rule, judged on slots of these JSON types only."""
+    def forms(json_type: str, a: Any) -> list[Rule] | None:
+        one = rule(a) if json_type in json_types else None
         return None if one is None else [one]
 
-    return rule
+    return forms
 
 
-def _in_range(json_type: str, s: dict[str, Any]) -> list[Rule] | None:
+def _strings(rule: Callable[[Any], Rule | None]) -> RuleForms:
+    return _on(("string",), rule)
+
+
+def _comparison(c: checks.Comparison) -> RuleForms:
+    return _on(NUMBERS, lambda a: _compare(c.sign, getattr(a, c.argument)))
+
+
+for _name, _c in COMPARISONS.items():
+    PARSER.add(_name, _comparison(_c))
+
+
+@PARSER.register("in_range")
+def _in_range(json_type: str, a: checks.InRange) -> list[Rule] | None:
     if json_type not in NUMBERS:
         return None
-    low = _compare("greater_than_or_equal_to" if s.get("include_min", True) else "greater_than",
-                   s["min_value"])
-    high = _compare("less_than_or_equal_to" if s.get("include_max", True) else "less_than",
-                    s["max_value"])
+    low = _compare(">=" if a.include_min else ">", a.min_value)
+    high = _compare("<=" if a.include_max else "<", a.max_value)
     return None if low is None or high is None else [low, high]
 
 
-def _strings(rule: Callable[[dict[str, Any]], Rule | None]) -> RuleForms:
-    def on_strings(json_type: str, s: dict[str, Any]) -> list[Rule] | None:
-        one = rule(s) if json_type == "string" else None
-        return None if one is None else [one]
-
-    return on_strings
+def _listed(values: list[Any], negate: bool) -> Rule | None:
+    if not all(isinstance(v, str) for v in values):
+        return None
+    return {"check": "in", "values": list(values), "negate": negate}
 
 
-def _listed(key: str, negate: bool) -> Callable[[dict[str, Any]], Rule | None]:
-    def rule(s: dict[str, Any]) -> Rule | None:
-        values = list(s[key])
-        if not all(isinstance(v, str) for v in values):
-            return None
-        return {"check": "in", "values": values, "negate": negate}
-
-    return rule
-
-
-def _length(s: dict[str, Any]) -> Rule:
-    return {"check": "length", "min": s.get("min_value"), "max": s.get("max_value"),
-            "exact": s.get("exact_value")}
-
-
-# The contract's check name -> the parser's rules for it on a slot of a JSON type, or None where
-# the parser cannot judge it exactly as `rules.COLUMN_CHECKS` does (the array keeps `exists`).
-PARSER_RULES: dict[str, RuleForms] = {
-    **{op: _comparison(op) for op in ("greater_than", "greater_than_or_equal_to", "less_than",
-                                      "less_than_or_equal_to", "equal_to", "not_equal_to")},
-    "in_range": _in_range,
-    "isin": _strings(_listed("allowed_values", negate=False)),
-    "notin": _strings(_listed("forbidden_values", negate=True)),
-    "str_matches": _strings(lambda s: {"check": "regex",
-                                       "pattern": python_regex("^(?:" + s["pattern"] + ")")}),
-    "str_contains": _strings(lambda s: {"check": "regex", "pattern": python_regex(s["pattern"])}),
-    "str_startswith": _strings(lambda s: {"check": "prefix", "text": s["string"]}),
-    "str_endswith": _strings(lambda s: {"check": "suffix", "text": s["string"]}),
-    "str_length": _strings(_length),
-}
+PARSER.add("isin", _strings(lambda a: _listed(a.allowed_values, negate=False)))
+PARSER.add("notin", _strings(lambda a: _listed(a.forbidden_values, negate=True)))
+PARSER.add("str_matches", _strings(lambda a: {"check": "regex",
+                                              "pattern": python_regex("^(?:" + a.pattern + ")")}))
+PARSER.add("str_contains", _strings(lambda a: {"check": "regex", "pattern": python_regex(a.pattern)}))
+PARSER.add("str_startswith", _strings(lambda a: {"check": "prefix", "text": a.string}))
+PARSER.add("str_endswith", _strings(lambda a: {"check": "suffix", "text": a.string}))
+PARSER.add("str_length", _strings(lambda a: {"check": "length", "min": a.min_value, "max": a.max_value,
+                                             "exact": a.exact_value}))
+# a timestamp's slot is written as another type than the parser reads: never judged here
+PARSER.add("iso_timestamp", None)
+# not judged in the parser (yet): an array with it keeps Spark's `exists`
+PARSER.add("multiple_of", None)
 
 
 def _slot_rules(rule: FieldRule) -> Rule | None:
@@ -121,9 +120,9 @@ def _slot_rules(rule: FieldRule) -> Rule | None:
     if output_type(rule) != parsed_type(rule.json_type):
         return None
     checks: list[Rule] = []
-    for name, statistics in rule.checks:
-        one = PARSER_RULES.get(name)
-        forms = one(rule.json_type.name, statistics) if one else None
+    for check in rule.checks:
+        one = PARSER.get(check.name)
+        forms = one(rule.json_type.name, check.arguments) if one else None
         if forms is None:
             return None
         checks += forms
@@ -228,5 +227,5 @@ def parser_input(contract: Contract, max_message_bytes: int) -> layers.ParserInp
 
 def slot_name(rule: FieldRule, part: str = "value") -> str:
     """A slot's field in the parser's struct: its value, status or offending text; a judged
-    array's `passed` and `written` elements."""
-    return rule.path.column + ("" if part == "value" else "__" + part)
+    array's `passed` and `written` elements (`layers.slot_name`)."""
+    return layers.slot_name(rule.path, part)

@@ -1,5 +1,5 @@
 """A contract's checks written in Python, run as pandas UDFs: each gives a verdict column a
-row (`PythonCheck.column`: true, false, or null where not judged) that the rules read
+row (`layers.python_check_column`: true, false, or null where not judged) that the rules read
 (`row_checks.field_checks`). The only rules that run Python on a message, so the only ones that
 can crash on one (`foodtaster.engine.batch.crash`); each call of a check runs guarded
 (`foodtaster.engine.judging.guard`): its process dying or running past its budget fails the task
@@ -72,7 +72,7 @@ def guarded_verdicts(python_check: PythonCheck, values: pd.Series, judged: pd.Se
 
 def with_python_checks(rows: DataFrame, contract: Contract, skip: Column | None = None,
                        budget: Budget = DEFAULT_BUDGET) -> DataFrame:
-    """Add each Python check's verdict column (`PythonCheck.column`) to rows from `layers.parse`.
+    """Add each Python check's verdict column (`layers.python_check_column`) to rows from `layers.parse`.
 
     One pandas UDF a check, reading the field's typed value where its JSON type was right
     (a wrong type is the type rule's reason, as pandera skips such values); `skip` marks rows
@@ -84,7 +84,7 @@ def with_python_checks(rows: DataFrame, contract: Contract, skip: Column | None 
         judged = value.isNotNull() if skip is None else value.isNotNull() & ~skip
         filler = F.lit(_FILLERS[_spark_type_name(rows, python_check.path)])
         verdict = _python_check_udf(python_check, budget)(F.coalesce(value, filler), judged)
-        rows = rows.withColumn(python_check.column, F.when(judged, verdict))
+        rows = rows.withColumn(layers.python_check_column(python_check), F.when(judged, verdict))
     return rows
 
 

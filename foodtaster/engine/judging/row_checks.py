@@ -20,9 +20,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
-from foodtaster.checks import COMPARISONS
+from foodtaster.contract.checks import COMPARISONS
 from foodtaster.contract.model import (
-    COMPARISON_WORDS,
     Contract,
     FieldRule,
     Scope,
@@ -34,7 +33,7 @@ from foodtaster.contract.path import Path
 from foodtaster.engine.judging import layers, parser_spec, schema_judge
 from foodtaster.engine.judging.layers import FieldStatus
 from foodtaster.engine.judging.reasons import REASONS, Check, any_failed, check, collect
-from foodtaster.engine.judging.rules import COLUMN_CHECKS, output_type, parsed_type
+from foodtaster.engine.judging.rules import SPARK, output_type, parsed_type
 
 # What the value of an `out_of_range` field is, by the field's type.
 OUT_OF_RANGE_WORDS = {
@@ -95,8 +94,7 @@ def _element_slots(element: Column, scope: Scope, path: Column | None, pattern: 
                    representation_only: bool = False) -> Slots:
     if scope.scalar:
         return Slots(lambda name, part: element.getField("_" + part), path, pattern, representation_only)
-    suffix = {"value": "", "status": "__status", "text": "__text"}
-    return Slots(lambda name, part: element.getField(name.column + suffix[part]), path, pattern,
+    return Slots(lambda name, part: element.getField(layers.slot_name(name, part)), path, pattern,
                  representation_only)
 
 
@@ -185,11 +183,11 @@ def _slot_checks(rule: FieldRule, slots: Slots) -> list[Check]:
     if rule.is_array:
         # a judged array's elements come back only where one fails: its written ones are counted
         measured = F.when(status == FieldStatus.OK, F.size(slots.read(name, "written") if judged else value))
-    for check_name, statistics in rule.checks:
-        passes, message = COLUMN_CHECKS[check_name](measured, statistics)
-        words = f"length {message}" if rule.is_array else message
+    for one in rule.checks:
+        passes = SPARK[one.name](measured, one.arguments, "integer" if rule.is_array else rule.json_type.name)
+        words = f"length {one.reason}" if rule.is_array else one.reason
         checks.append(check(measured.isNotNull() & ~passes, "contract",
-                            rule_id(slots.rule(what), check_name, statistics), slots.words(name, words),
+                            rule_id(slots.rule(what), one.name, one.statistics), slots.words(name, words),
                             column=column, value=measured))
     if rule.items is not None:
         passed = slots.read(name, "passed") if judged else None
@@ -288,7 +286,8 @@ def _unexpected_checks() -> list[Check]:
 def _python_field_checks(contract: Contract) -> list[Check]:
     """A Python check fails where its verdict column (`with_python_checks`) is false."""
     return [
-        check(~F.col(c.column), "contract", c.rule, f"{c.field} fails the check {c.rule}",
+        check(~F.col(layers.python_check_column(c)), "contract", c.rule,
+              f"{c.field} fails the check {c.rule}",
               column=c.field, value=F.col(layers.value_column(c.path)))
         for c in contract.python_checks
     ]
@@ -302,13 +301,13 @@ def _frame_checks(contract: Contract) -> list[Check]:
     checks = []
     for _, s in contract.frame_checks:
         applies = F.coalesce(typed(s["if_column"]).isin(*s["if_in"]), F.lit(False))
-        holds = F.coalesce(COMPARISONS[s["then_check"]](typed(s["then_column"]), s["then_value"]),
-                           F.lit(False))
+        compare = COMPARISONS[s["then_check"]]
+        holds = F.coalesce(compare.test(typed(s["then_column"]), s["then_value"]), F.lit(False))
         condition = f"{s['if_column']} in ({','.join(map(str, s['if_in']))})"
         checks.append(
             check(
                 applies & ~holds, "contract", frame_rule_id(s),
-                f"{s['then_column']} must be {COMPARISON_WORDS[s['then_check']]} "
+                f"{s['then_column']} must be {compare.sign} "
                 f"{render(s['then_value'])} when {condition}",
                 column=s["then_column"], value=typed(s["then_column"]),
             )

@@ -1,9 +1,9 @@
 """The contract's meaning on Spark: each check of the model as a Spark condition, each JSON
 type as a Spark type (what the strict parser is asked for: `parser_spec`).
 
-The contract model (`foodtaster.contract.model`) says what a check *is*; this module says
-what it *means* on Spark, one entry a check, as pandera's `backends/pyspark` does for its
-`api/`. `row_checks` turns each rule into a reason column; the pandas oracle
+The check registry (`foodtaster.contract.checks`) says what a check *is*; this module says
+what it *means* on Spark, one registration a check (`SPARK`), as pandera's `backends/pyspark`
+does for its `api/`. `row_checks` turns each rule into a reason column; the pandas oracle
 (`foodtaster_dev.oracle`) gives the reference meaning, and `tests/integration/test_differential*.py`
 hold the two to the same verdict.
 
@@ -31,13 +31,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from foodtaster.checks import COMPARISONS
-from foodtaster.contract.model import (
-    COMPARISON_WORDS,
-    FieldRule,
-    JsonType,
-    render,
-)
+from foodtaster.contract import checks
+from foodtaster.contract.checks import COMPARISONS, Meanings
+from foodtaster.contract.model import FieldRule, JsonType
 from foodtaster.engine.judging import layers
 
 _SPARK_TYPES: dict[str, DataType] = {
@@ -64,70 +60,87 @@ def output_type(rule: FieldRule) -> DataType:
     return TimestampType() if rule.is_timestamp else spark_type(rule.json_type)
 
 
-# Column checks: the model's check name -> (Spark condition that passes, message for a person).
-ColumnCheck = Callable[[Column, dict[str, Any]], tuple[Column, str]]
+# The Spark meaning of each declared check (`foodtaster.contract.checks`): a condition on the
+# value's column, of a JSON type (an array's length: integer), that holds where it passes. The
+# reason's words are the declaration's.
+ColumnMeaning = Callable[[Column, Any, str], Column]
+SPARK: Meanings[ColumnMeaning] = Meanings("Spark columns")
 
 
-def _string_length(value: Column, s: dict[str, Any]) -> tuple[Column, str]:
+def _comparison(c: checks.Comparison) -> ColumnMeaning:
+    return lambda value, a, json_type: c.test(value, getattr(a, c.argument))
+
+
+for _name, _c in COMPARISONS.items():
+    SPARK.add(_name, _comparison(_c))
+
+
+@SPARK.register("in_range")
+def _in_range(value: Column, a: checks.InRange, json_type: str) -> Column:
+    low = value >= a.min_value if a.include_min else value > a.min_value
+    high = value <= a.max_value if a.include_max else value < a.max_value
+    return low & high
+
+
+@SPARK.register("isin")
+def _isin(value: Column, a: checks.Allowed, json_type: str) -> Column:
+    return value.isin(*a.allowed_values)
+
+
+@SPARK.register("notin")
+def _notin(value: Column, a: checks.Forbidden, json_type: str) -> Column:
+    return ~value.isin(*a.forbidden_values)
+
+
+@SPARK.register("str_matches")
+def _str_matches(value: Column, a: checks.Pattern, json_type: str) -> Column:
+    # pandera's str_matches is Python's re.match: anchored at the start only
+    return F.regexp_like(value, F.lit(python_regex("^(?:" + a.pattern + ")")))
+
+
+@SPARK.register("str_contains")
+def _str_contains(value: Column, a: checks.Pattern, json_type: str) -> Column:
+    return F.regexp_like(value, F.lit(python_regex(a.pattern)))
+
+
+@SPARK.register("str_startswith")
+def _str_startswith(value: Column, a: checks.Text, json_type: str) -> Column:
+    return value.startswith(a.string)
+
+
+@SPARK.register("str_endswith")
+def _str_endswith(value: Column, a: checks.Text, json_type: str) -> Column:
+    return value.endswith(a.string)
+
+
+@SPARK.register("str_length")
+def _str_length(value: Column, a: checks.Length, json_type: str) -> Column:
     length = F.char_length(value)
-    if s.get("exact_value") is not None:
-        return length == s["exact_value"], f"must be exactly {s['exact_value']} characters"
+    if a.exact_value is not None:
+        return length == a.exact_value
     ok = F.lit(True)
-    bounds = []
-    if s.get("min_value") is not None:
-        ok = ok & (length >= s["min_value"])
-        bounds.append(f"at least {s['min_value']}")
-    if s.get("max_value") is not None:
-        ok = ok & (length <= s["max_value"])
-        bounds.append(f"at most {s['max_value']}")
-    return ok, f"must be {' and '.join(bounds)} characters long"
+    if a.min_value is not None:
+        ok = ok & (length >= a.min_value)
+    if a.max_value is not None:
+        ok = ok & (length <= a.max_value)
+    return ok
 
 
-def _in_range(value: Column, s: dict[str, Any]) -> tuple[Column, str]:
-    low = value >= s["min_value"] if s.get("include_min", True) else value > s["min_value"]
-    high = value <= s["max_value"] if s.get("include_max", True) else value < s["max_value"]
-    return low & high, f"must be in range {s['min_value']}..{s['max_value']}"
-
-
-def _iso_timestamp(value: Column, s: dict[str, Any]) -> tuple[Column, str]:
+@SPARK.register("iso_timestamp")
+def _iso_timestamp(value: Column, a: checks.NoArguments, json_type: str) -> Column:
     # The written column's value (`field_outputs`): Spark computes it once a row for both.
-    return layers.iso_timestamp(value).isNotNull(), "must be an ISO-8601 timestamp with a zone offset or Z"
+    return layers.iso_timestamp(value).isNotNull()
+
+
+@SPARK.register("multiple_of")
+def _multiple_of(value: Column, a: checks.MultipleOf, json_type: str) -> Column:
+    if json_type == "number":  # a double: its quotient is a whole double (`% 1` is exact)
+        return value / a.value % 1 == 0
+    # a long or a decimal by a decimal: Spark's `%` is exact
+    return value % F.lit(a.exact) == 0
 
 
 def python_regex(pattern: str) -> str:
     """A Java regex that reads a Python pattern as Python does: `\\n` is the only line end
     (so `$` does not match before a final `\\r`), and `\\d`, `\\w` are Unicode classes."""
     return "(?dU)" + pattern
-
-
-def _comparison(name: str) -> ColumnCheck:
-    def compare(value: Column, s: dict[str, Any]) -> tuple[Column, str]:
-        (bound,) = s.values()
-        return COMPARISONS[name](value, bound), f"must be {COMPARISON_WORDS[name]} {render(bound)}"
-
-    return compare
-
-
-COLUMN_CHECKS: dict[str, ColumnCheck] = {
-    **{name: _comparison(name) for name in COMPARISON_WORDS},
-    "in_range": _in_range,
-    "isin": lambda v, s: (
-        v.isin(*s["allowed_values"]),
-        "must be one of " + ", ".join(map(str, s["allowed_values"])),
-    ),
-    "notin": lambda v, s: (
-        ~v.isin(*s["forbidden_values"]),
-        "must not be one of " + ", ".join(map(str, s["forbidden_values"])),
-    ),
-    # pandera's str_matches is Python's re.match: anchored at the start only
-    "str_matches": lambda v, s: (
-        F.regexp_like(v, F.lit(python_regex("^(?:" + s["pattern"] + ")"))), f"must match {s['pattern']}"
-    ),
-    "str_contains": lambda v, s: (
-        F.regexp_like(v, F.lit(python_regex(s["pattern"]))), f"must contain a match of {s['pattern']}"
-    ),
-    "str_startswith": lambda v, s: (v.startswith(s["string"]), f"must start with {s['string']}"),
-    "str_endswith": lambda v, s: (v.endswith(s["string"]), f"must end with {s['string']}"),
-    "str_length": _string_length,
-    "iso_timestamp": _iso_timestamp,
-}

@@ -13,19 +13,19 @@ import java.util.regex.Pattern;
  * elements (docs/decisions/025-element-rules-judged-in-the-parser.md).
  *
  * <p>Each rule means what its Spark column means ({@code foodtaster/engine/judging/rules.py}), which the
- * differential tests hold: {@code compare} ({@code op} one of the comparisons, {@code bound} a
+ * differential tests hold: {@code compare} ({@code op} a comparison's sign, {@code >=}, {@code bound} a
  * number's text; {@code exact} true for an integer bound, compared exactly as Spark casts it to
  * the value's type, false for a float bound, compared as doubles as Spark does), {@code length}
  * (code points: Spark's {@code char_length}), {@code in} (strings; {@code negate} for notin),
  * {@code regex} (a Java pattern found anywhere, as Spark's {@code regexp_like}), {@code prefix}
- * and {@code suffix}. The spec is written by {@code PARSER_RULES} in
+ * and {@code suffix}. The spec is written by {@code PARSER} in
  * {@code foodtaster/engine/judging/parser_spec.py}.
  */
 final class ElementRules implements Serializable {
     private static final long serialVersionUID = 1L;
 
-    private static final String[] OPS = {"greater_than", "greater_than_or_equal_to", "less_than",
-            "less_than_or_equal_to", "equal_to", "not_equal_to"};
+    // a comparison's sign, as the check registry spells it (foodtaster/contract/checks.py)
+    private static final String[] OPS = {">", ">=", "<", "<=", "==", "!="};
     private static final int COMPARE = 0, LENGTH = 1, IN = 2, REGEX = 3, PREFIX = 4, SUFFIX = 5;
     private static final String[] KINDS = {"compare", "length", "in", "regex", "prefix", "suffix"};
 

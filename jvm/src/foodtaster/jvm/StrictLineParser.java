@@ -277,6 +277,13 @@ public final class StrictLineParser implements Serializable {
     }
 
     /** A scope from its spec object: its fields, each object's children and descendants. */
+    /** Keys as a path prints (PathText): a key holding a dot stays one name in a message. */
+    private static String printed(List<String> keys) {
+        StringBuilder out = new StringBuilder();
+        for (String key : keys) PathText.appendKey(out, key);
+        return out.toString();
+    }
+
     private static Scope scope(Map<String, Object> spec, String where, boolean[] strictSeen) {
         Object mode = strict(spec, where);
         boolean strict = Boolean.TRUE.equals(mode), keep = Boolean.FALSE.equals(mode);
@@ -291,7 +298,7 @@ public final class StrictLineParser implements Serializable {
             Map<String, Object> slot = object(list.get(i), "a field of " + where,
                     "path", "type", "precision", "scale", "items", "required", "nullable", "checks");
             List<String> path = path(slot.get("path"), where);
-            String name = String.join(".", path);
+            String name = printed(path);
             Node node = node(slot, path.get(path.size() - 1), "field " + name, strictSeen);
             node.slot = i;
             if (byPath.put(path, node) != null) throw new IllegalArgumentException("field twice: " + name);
@@ -301,7 +308,7 @@ public final class StrictLineParser implements Serializable {
                 Node parent = byPath.get(path.subList(0, path.size() - 1));
                 if (parent == null || parent.type != OBJECT) {
                     throw new IllegalArgumentException("field " + name + " needs its parent "
-                            + String.join(".", path.subList(0, path.size() - 1))
+                            + printed(path.subList(0, path.size() - 1))
                             + " listed before it as an object field");
                 }
                 parent.children.put(node.key, node);
