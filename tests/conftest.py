@@ -21,13 +21,13 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 # `make test` hands modules to its two workers in collection order (pytest-xdist, --dist loadfile
 # --no-loadscope-reorder): the longest go first, so that none of them is started last while the
 # other worker idles (serial seconds on the fresh-clone run of 831771e: 818, 413, 205, 141, 115,
-# 101, 98).
+# 101, 98). test_dags_test.py holds the redrive DAG's runs too: eight runs, third.
 LONGEST_FIRST = (
-    "tests/e2e/test_standalone_backfill.py", "tests/e2e/test_demo.py",
+    "tests/e2e/test_standalone_backfill.py", "tests/e2e/test_demo.py", "tests/e2e/test_dags_test.py",
     "tests/integration/test_worker_deaths.py", "tests/integration/test_kafka_source.py",
     "tests/integration/test_crash_isolation.py", "tests/e2e/test_kafka_dag.py",
     "tests/e2e/test_fault_kills.py", "tests/e2e/test_spark_cluster.py", "tests/e2e/test_engine_demo.py",
-    "tests/e2e/test_dags_test.py", "tests/integration/test_nested_job.py",
+    "tests/integration/test_differential.py", "tests/integration/test_nested_job.py",
     "tests/integration/test_differential_nested.py",
 )
 

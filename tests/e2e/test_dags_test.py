@@ -1,11 +1,16 @@
 """`airflow dags test` end to end on a real metadata DB (SQLite): land, the real Spark job,
-gate, publish, alert to a real loopback SMTP server and a real loopback webhook, ledger."""
+gate, publish, alert to a real loopback SMTP server and a real loopback webhook, ledger; then
+`foodtaster_orders_redrive` on the batch the module held: the contract fixed, a dry run that
+moves nothing, a redrive and a release in one run that publish (Asset events, ledger), a second
+redrive that moves nothing. Accounts add up. The tests run in order, each on what the earlier
+left: one held run serves the hold and the redrives."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+import yaml
 from support.e2e import (
     ALERTING,
     CLEAN,
@@ -22,11 +27,13 @@ from support.lake import row_count
 from support.servers import SmtpSink, WebhookSink
 
 from foodtaster.lake_paths import relative_to_lake
+from foodtaster.registry import PROJECT_ROOT
 from foodtaster.state import ledger
+from foodtaster.state.accounts import check_accounts
 from foodtaster.state.dispositions import Dispositions
 from foodtaster.state.groups import GroupLog
-from foodtaster.state.lake import Lake, exists
-from foodtaster.state.tables import QUARANTINE, VALID
+from foodtaster.state.lake import Lake, exists, read_json
+from foodtaster.state.tables import QUARANTINE, VALID, BatchFiles, DatasetTables
 from foodtaster_dev.localenv import CDS_ARCHIVE, LocalAirflow
 
 pytestmark = pytest.mark.slow
@@ -204,3 +211,78 @@ def test_an_empty_interval_ends_green_with_nothing_downstream_but_the_ledger(
         "retry": "success",  # a referenced dataset may have landed meanwhile
     }
     assert ledger_entry(lake, batch_id)["verdict"] == "empty"
+
+
+REDRIVE_DAG_ID = f"{DAG_ID}_redrive"
+HELD_DATE, HELD = "2026-11-22", "20261122"  # the batch test_a_batch_over_hold_rate_is_held_not_published held
+FIX = "foodtaster_dev.contracts.orders_fix:OrdersCurrencyFix"
+
+
+@pytest.fixture(scope="module")
+def fixed(airflow, lake, tmp_path_factory):
+    """After the held batch (and the empty interval's purge): the contract fix, a registry whose
+    orders contract accepts lowercase currency codes; no alert connections."""
+    the_lake = Lake(lake)
+    assert [e["verdict"] for e in ledger.batch_entries(the_lake, DATASET) if e["batch_id"] == HELD] == [
+        "held"], "runs after test_a_batch_over_hold_rate_is_held_not_published"
+    document = yaml.safe_load((PROJECT_ROOT / "pipeline.yaml").read_text())
+    document["datasets"][DATASET]["contract"] = FIX
+    registry = tmp_path_factory.mktemp("registry") / "pipeline.yaml"
+    registry.write_text(yaml.safe_dump(document, sort_keys=False))
+    airflow.registry, airflow.connections = registry, {}
+    return airflow, the_lake
+
+
+def _redrive_run(af, logical_date, conf, tmp_path):
+    log = tmp_path / "redrive.log"
+    run = af.dags_test(REDRIVE_DAG_ID, logical_date, conf=conf, log=log)
+    assert run["state"] == "success", f"{run}\n{log.read_text()[-5000:]}"
+    return run
+
+
+def _redrive_partitions(lake: Lake) -> list[BatchFiles]:
+    """The redrives' batches main of the valid table holds."""
+    return [b for b in DatasetTables(lake, DATASET).batches(VALID) if b.batch_id.startswith("redrive-")]
+
+
+def test_a_dry_run_from_the_form_moves_nothing(fixed, tmp_path):
+    af, lake = fixed
+    run = _redrive_run(af, "2026-12-01", {"date_from": HELD_DATE}, tmp_path)  # dry run is the default
+    assert run["tasks"] == {"plan": "success", "wants_redrive": "success", "redrive": "success",
+                            "announce": "skipped", "release": "skipped"}
+    assert _redrive_partitions(lake) == []
+    check_accounts(lake, DATASET)
+
+
+def test_a_redrive_and_a_release_publish_and_the_ledger_tells_it(fixed, tmp_path):
+    af, lake = fixed
+    # the empty interval's retry published a released group's rows of the held batch already
+    retried = check_accounts(lake, DATASET)[HELD]["redriven"]
+    conf = {"date_from": HELD_DATE, "date_to": HELD_DATE, "dry_run": False,
+            "why": "lowercase currency accepted", "release_batch": HELD}
+    run = _redrive_run(af, "2026-12-02", conf, tmp_path)
+    assert run["tasks"]["announce"] == "success" and run["tasks"]["release"] == "success"
+    (partition,) = _redrive_partitions(lake)
+    assert partition.batch_date == HELD_DATE
+    moved = partition.rows
+    assert moved > 0
+    assert (row_count(lake, DATASET, VALID, HELD) > 0)  # released
+    (entry,) = [e for e in ledger.batch_entries(lake, DATASET) if e["batch_id"] == HELD]
+    assert entry["verdict"] == "published" and entry["released"]["why"] == "lowercase currency accepted"
+    redrives = ledger.redrive_entries(lake, DATASET)
+    assert [r.get("kind", "redrive") for r in redrives] == ["release", "redrive"]  # release runs first
+    assert redrives[1]["counts"]["published"] == moved
+    accounts = check_accounts(lake, DATASET)
+    assert accounts[HELD]["redriven"] == retried + moved
+    events = {e["task_id"]: e["extra"] for e in asset_events(af, VALID_URI) if e["dag_id"] == REDRIVE_DAG_ID}
+    assert events["announce"]["published"] == moved and events["release"]["batch_id"] == HELD
+    report = read_json(lake.report(DATASET, redrives[1]["batch_id"]) + "/redrive.json")
+    assert report["by_rule"]["currency.isin"]["published"] == moved
+
+
+def test_a_second_redrive_moves_nothing(fixed, tmp_path):
+    af, lake = fixed
+    run = _redrive_run(af, "2026-12-03", {"date_from": HELD_DATE, "dry_run": False, "why": "again"}, tmp_path)
+    assert run["tasks"]["redrive"] == "success" and run["tasks"]["announce"] == "skipped"
+    assert len(_redrive_partitions(lake)) == 1
+    check_accounts(lake, DATASET)

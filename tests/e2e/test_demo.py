@@ -372,3 +372,51 @@ def test_a_viewer_reads_no_byte_of_the_demos_non_json_lines_on_any_batch_page(de
     assert len(pages) > 20
     leaked = sorted(start for start in hidden if start in shown)
     assert not leaked, leaked[:5]
+
+
+def test_no_customer_email_of_the_demos_order_events_in_its_task_logs(demo):
+    """The demo's run of order_events, whose contract marks the customer's email and address
+    personal: no customer's email or street of the batch appears in what `airflow dags test`
+    printed, in the task log files the UI reads (the Spark job's output with its summary, the
+    alert written to the lake and logged), nor in the alert files, while the quarantine keeps
+    the exact bytes (docs/decisions/023). Proven on the demo's own run rather than one more."""
+    from support.lake import row_count
+
+    from foodtaster.sources.raw_batch import batch_id_for
+    from foodtaster.state.lake import Lake
+    from foodtaster.state.tables import QUARANTINE
+
+    lake, env, _out = demo
+    dataset, date = "order_events", "2026-11-20"
+    planted = _personal_values(lake / "inbox" / dataset / f"dt={date}")
+    assert len(planted) > 100
+    home = Path(env["FOODTASTER_AIRFLOW_HOME"])
+    logs = [home / "demo-logs" / f"foodtaster_{dataset}-{date}.log",
+            *(p for p in (home / "logs" / f"dag_id=foodtaster_{dataset}").rglob("*") if p.is_file())]
+    assert len(logs) > 5, logs  # the printed run, and a file a task
+    text = "\n".join(p.read_text(errors="replace") for p in logs)
+    assert re.search(r"validated: dataset=order_events .* quarantined=[1-9]", text)  # the job's line
+    alerts = [p.read_text() for p in (lake / "_state" / "alerts" / dataset).glob("*")
+              if p.suffix in (".html", ".json")]
+    for value in planted:
+        assert value not in text, f"{value!r} in the task log"
+        assert not any(value in page for page in alerts), f"{value!r} in an alert file"
+    assert "‹personal: " in text  # the summary's samples, printed by the job, masked
+    assert row_count(Lake(str(lake)), dataset, QUARANTINE, batch_id_for(date)) > 0
+
+
+def _personal_values(inbox: Path) -> set[str]:
+    """Every customer email and street the inbox's messages carry, where they are strings."""
+    found = set()
+    for path in inbox.rglob("*.jsonl"):
+        for line in path.read_bytes().splitlines():
+            try:
+                customer = json.loads(line)["data"]["customer"]
+            except (ValueError, KeyError, TypeError, RecursionError):
+                continue
+            if not isinstance(customer, dict):
+                continue
+            address = customer.get("address") if isinstance(customer.get("address"), dict) else {}
+            found |= {v for v in (customer.get("email"), address.get("street")) if isinstance(v, str)
+                      and len(v) >= 6}
+    return found

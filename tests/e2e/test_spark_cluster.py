@@ -4,6 +4,7 @@ spark://127.0.0.1:<port>; the partitions equal those of the same batch in local 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,10 +13,10 @@ from pathlib import Path
 import pytest
 import requests
 from support.e2e import ALERTING, DAG_ID, DATASET, fill_inbox
-from support.lake import batch_rows
+from support.lake import batch_rows, row_count
 
 from foodtaster.registry import PROJECT_ROOT
-from foodtaster.state.lake import Lake
+from foodtaster.state.lake import Lake, read_json
 from foodtaster.state.tables import QUARANTINE, VALID, audit_branch
 from foodtaster_dev.localenv import (
     CDS_ARCHIVE,
@@ -89,7 +90,7 @@ def table_rows(lake: Lake, zone: str, ref: str = "main",
 
 def test_validate_on_a_standalone_cluster_gives_the_local_partitions(cluster, tmp_path_factory):
     lake = str(tmp_path_factory.mktemp("lake"))
-    fill_inbox(lake, DATE, seed=25, **ALERTING)
+    generated = fill_inbox(lake, DATE, seed=25, **ALERTING)
     af = LocalAirflow(
         home=tmp_path_factory.mktemp("airflow"), lake=lake,
         connections={"spark_default": {"conn_type": "spark", "host": "spark://127.0.0.1",
@@ -122,6 +123,15 @@ def test_validate_on_a_standalone_cluster_gives_the_local_partitions(cluster, tm
         env=af.env(), capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # the entrypoint under spark-submit: its summary printed last and written, every message
+    # counted, the valid rows on the batch's audit branch for the pipeline's gate, none on main
+    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    summary = read_json(local.summary(DATASET, BATCH_ID))
+    assert printed["messages"] == summary["messages"] == generated.messages
+    assert summary["valid"] == generated.counts()["valid"]
+    assert printed["published"] is False  # --no-publish
+    assert row_count(local, DATASET, VALID, BATCH_ID, ref=audit_branch(BATCH_ID)) == summary["valid"]
+    assert row_count(local, DATASET, VALID, BATCH_ID) == 0
 
     if CDS_ARCHIVE.is_file():  # the master, the worker and the executors it started mapped it
         logs = [cluster["home"] / "master.log", cluster["home"] / "worker.log",

@@ -1,18 +1,15 @@
-"""The entrypoint under real `spark-submit`: arguments in, partitions and summary out."""
+"""The entrypoint under real `spark-submit`: arguments in, refusals out. A batch judged under
+spark-submit, its summary printed and its rows on the audit branch: tests/e2e/test_spark_cluster.py
+(the same raw batch as on the cluster, in local mode)."""
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from support.lake import row_count
 
 from foodtaster.state.lake import Lake
-from foodtaster.state.tables import VALID, audit_branch
-from foodtaster_dev import sample
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,30 +22,6 @@ def class_data_sharing(monkeypatch):
     from foodtaster_dev.localenv import CDS_ARCHIVE, with_cds
 
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", with_cds(os.environ.get("SPARK_SUBMIT_OPTS", ""), CDS_ARCHIVE))
-
-
-@pytest.mark.slow
-def test_validate_batch_under_spark_submit(tmp_path):
-    spark_submit = shutil.which("spark-submit", path=str(Path(sys.executable).parent))
-    assert spark_submit, "pyspark ships spark-submit in the environment's bin"
-    kinds = [k for k in sample.POISON_KINDS if k != "oversized"]  # the dataset's limit is 1 MiB
-    generated = sample.generate_batch(tmp_path / "in", messages=300, seed=3, poison_rate=0.1, kinds=kinds)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run(
-        [spark_submit, "--master", "local[2]", str(ROOT / "spark_jobs/validate_batch.py"),
-         "--dataset", "orders", "--input", str(tmp_path / "in"), "--batch-id", "s1",
-         "--batch-date", "2026-11-20", "--lake", str(tmp_path / "lake"), "--no-publish"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    printed = json.loads(done.stdout.strip().splitlines()[-1])
-    summary = json.loads((tmp_path / "lake/reports/orders/s1/summary.json").read_text())
-    assert printed["messages"] == summary["messages"] == generated.messages == 300
-    assert summary["valid"] == generated.counts()["valid"]
-    assert printed["published"] is False  # --no-publish: on its audit branch for the pipeline's gate
-    lake = Lake(str(tmp_path / "lake"))
-    assert row_count(lake, "orders", VALID, "s1", ref=audit_branch("s1")) == summary["valid"]
-    assert row_count(lake, "orders", VALID, "s1") == 0  # not on main
 
 
 def test_bad_arguments_fail_clearly(tmp_path):
@@ -129,7 +102,6 @@ def _last_line(done: subprocess.CompletedProcess) -> str:
 def test_a_rerun_of_a_redriven_batch_is_refused_with_what_to_do_instead(tmp_path):
     from foodtaster.errors import REFUSED_EXIT_CODE
     from foodtaster.state.dispositions import REDRIVEN, Dispositions
-    from foodtaster.state.lake import Lake
 
     Dispositions(Lake(str(tmp_path / "lake")), "orders").record(REDRIVEN, [("b1", "a.jsonl", 3)], by="test")
     done = _refused(tmp_path)
@@ -141,7 +113,6 @@ def test_a_rerun_of_a_redriven_batch_is_refused_with_what_to_do_instead(tmp_path
 
 def test_a_batch_a_live_run_holds_is_refused_naming_that_run(tmp_path):
     from foodtaster.errors import REFUSED_EXIT_CODE
-    from foodtaster.state.lake import Lake
     from foodtaster.state.lease import batch_lease
 
     with batch_lease(Lake(str(tmp_path / "lake")), "orders", "b1", "first"):  # this live process holds it
