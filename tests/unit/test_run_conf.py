@@ -70,4 +70,5 @@ def test_the_land_task_refuses_a_backfill_given_an_inbox_date(tmp_path, monkeypa
                "logical_date": datetime(2026, 11, 5, tzinfo=UTC)}
     with pytest.raises(AirflowFailException, match="^REFUSED: batch_date .* in a backfill"):
         dag.task_dict["land"].python_callable(**context)
-    assert notes == [notes[0]] and notes[0].startswith("REFUSED: batch 20261105, inbox date 2026-11-05")
+    assert notes == [notes[0]] and notes[0].startswith(  # filed under its run: no batch landed
+        "REFUSED: run backfill__2026-11-05, nothing landed, inbox date 2026-11-05")
