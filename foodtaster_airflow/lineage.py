@@ -20,6 +20,7 @@ the provider asks nothing and nothing here runs.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from functools import cache
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from airflow.providers.standard.operators.python import PythonOperator
 
+from foodtaster.contract.path import Path, PathError
 from foodtaster.landing import LandingResult
 from foodtaster.registry import get_dataset
 from foodtaster.state.lake import Lake, exists, read_json
@@ -81,9 +83,31 @@ def namespace_and_root(lake_root: str) -> tuple[str, str]:
 def _column(rule: str) -> str | None:
     """The column path a rule id names (`data.lines[].qty.greater_than_or_equal_to(1)` ->
     `data.lines[].qty`), None for a rule of the bytes, parse or registry layers."""
-    if LAYER_RULES.match(rule) or "." not in rule.split("(", 1)[0]:
+    if LAYER_RULES.match(rule):
         return None
-    return rule.split("(", 1)[0].rsplit(".", 1)[0]
+    path, dot, _check = _before_arguments(rule).rpartition(".")
+    if not dot or not path:
+        return None
+    try:
+        return str(Path.parse(path))
+    except PathError:
+        return None
+
+
+def _before_arguments(rule: str) -> str:
+    """A rule id up to its arguments: its first '(' outside a quoted key (`["a(b"]`)."""
+    decoder, at = json.JSONDecoder(), 0
+    while at < len(rule):
+        if rule.startswith('["', at):
+            try:
+                _key, at = decoder.raw_decode(rule, at + 1)
+            except ValueError:
+                return rule[:at]
+            continue
+        if rule[at] == "(":
+            return rule[:at]
+        at += 1
+    return rule
 
 
 def assertions(summary: BatchSummary, alert_rate: float, hold_rate: float) -> list[Any]:

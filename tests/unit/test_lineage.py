@@ -24,6 +24,8 @@ def test_the_lake_names_the_namespace_and_a_rule_its_column_path():
     assert _column("amount.greater_than_or_equal_to(0)") == "amount"
     assert _column("data.lines[].qty.greater_than_or_equal_to(1)") == "data.lines[].qty"
     assert _column("json.invalid") is None and _column("registry.listed") is None
+    assert _column('data["a(b.c"].greater_than(1)') == 'data["a(b.c"]'  # a quoted key, read whole
+    assert _column("currency.isin") == "currency"
 
 
 def test_the_outputs_carry_metrics_assertions_and_the_verdict():
