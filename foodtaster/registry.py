@@ -340,10 +340,17 @@ class DatasetConfig:
             from foodtaster.contract.documents import read_document
 
             read = read_document(document[0], document[1], ignore=self.ignore,
-                                 assert_formats=self.assert_formats)
+                                 assert_formats=self.assert_formats, carried=self.carried)
         else:
             read = read_contract(self.load_contract(), self.contract)
         return with_key(read, self.key, f"dataset {self.name!r}") if self.key else read
+
+    @property
+    def carried(self) -> frozenset[str]:
+        """What the dataset's source keeps beside each message, by the AsyncAPI part that
+        describes it: a Kafka record's headers and key, a NATS message's headers."""
+        return {"kafka": frozenset({"headers", "bindings.kafka.key"}),
+                "nats": frozenset({"headers"})}.get(self.source.kind, frozenset())
 
     def load_contract(self) -> type[DataFrameModel] | None:
         """A pandera contract's model class; None for a contract given as a document."""
