@@ -103,9 +103,9 @@ def demo_registry(change) -> Path:
     for entry in document["datasets"].values():  # a contract file is named relative to its registry
         written = str(entry.get("contract", ""))
         file, colon, model = written.partition(".py:")
-        document = re.fullmatch(r"(.+?\.(?:json|ya?ml))(:.*)?", written)  # a document, maybe `:<part>`
-        if document and not Path(document[1]).is_absolute():
-            entry["contract"] = str((current.parent / document[1]).resolve()) + (document[2] or "")
+        file_part = re.fullmatch(r"(.+?\.(?:json|ya?ml))(:.*)?", written)  # a document, maybe `:<part>`
+        if file_part and not Path(file_part[1]).is_absolute():
+            entry["contract"] = str((current.parent / file_part[1]).resolve()) + (file_part[2] or "")
         elif colon and not Path(file).is_absolute():
             entry["contract"] = f"{(current.parent / (file + '.py')).resolve()}:{model}"
     change(document)
