@@ -176,9 +176,10 @@ class AlertChannels:
 
 @dataclass(frozen=True)
 class Conversation:
-    """A dataset's messages as conversations: one group a `group_by` value, in `order_by` order."""
+    """A dataset's messages as conversations: one group a value of its `group_by` fields (one,
+    or several in order: a parcel is its carrier and tracking number), in `order_by` order."""
 
-    group_by: str
+    group_by: tuple[str, ...]
     order_by: str
 
 
@@ -258,8 +259,9 @@ class DatasetConfig:
     alerts: AlertChannels = field(default_factory=AlertChannels)
     source: SourceConfig = field(default_factory=InboxSource)  # where its batches come from
     # A conversation: messages with one `group_by` value, in `order_by` order. A quarantined
-    # message holds the later ones of its group (foodtaster.engine.split.group_hold).
-    group_by: str | None = None
+    # message holds the later ones of its group (foodtaster.engine.split.group_hold). Several
+    # fields (a list in pipeline.yaml) make one group of the values of all of them.
+    group_by: str | tuple[str, ...] | None = None
     order_by: str | None = None
     # A JSON Schema contract's keywords not to judge (JSON pointers, said in the summary), and the
     # `format`s to assert (an annotation otherwise, as the spec says).
@@ -306,7 +308,8 @@ class DatasetConfig:
         None when the dataset's messages are not conversations."""
         if not self.group_by or self.order_by is None:
             return None
-        return Conversation(self.group_by, self.order_by)
+        fields = (self.group_by,) if isinstance(self.group_by, str) else tuple(self.group_by)
+        return Conversation(fields, self.order_by)
 
     @property
     def contract_document(self) -> tuple[Path, str | None] | None:
@@ -337,10 +340,17 @@ class DatasetConfig:
             from foodtaster.contract.documents import read_document
 
             read = read_document(document[0], document[1], ignore=self.ignore,
-                                 assert_formats=self.assert_formats)
+                                 assert_formats=self.assert_formats, carried=self.carried)
         else:
             read = read_contract(self.load_contract(), self.contract)
         return with_key(read, self.key, f"dataset {self.name!r}") if self.key else read
+
+    @property
+    def carried(self) -> frozenset[str]:
+        """What the dataset's source keeps beside each message, by the AsyncAPI part that
+        describes it: a Kafka record's headers and key, a NATS message's headers."""
+        return {"kafka": frozenset({"headers", "bindings.kafka.key"}),
+                "nats": frozenset({"headers"})}.get(self.source.kind, frozenset())
 
     def load_contract(self) -> type[DataFrameModel] | None:
         """A pandera contract's model class; None for a contract given as a document."""
@@ -440,6 +450,9 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise RegistryError(f"dataset {name!r}: {listed} is a list of strings, got {value!r}")
         merged[listed] = tuple(value)
+    if isinstance(merged.get("group_by"), list):  # several fields, in order; one listed is that field
+        group_by = tuple(merged["group_by"])
+        merged["group_by"] = group_by[0] if len(group_by) == 1 else group_by
     merged["personal"] = tuple(personal_pattern(p, f"dataset {name!r}: personal") for p in merged["personal"])
     schema_only = merged.get("ignore") or merged.get("assert_formats")
     if schema_only and ".json" not in str(merged.get("contract", "")) and \
@@ -457,6 +470,7 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
         raise RegistryError(
             f"dataset {name!r}: max_message_bytes, max_file_bytes and disable_after must be > 0"
         )
+    _check_group_by(config)
     if (config.group_by is None) != (config.order_by is None):
         raise RegistryError(f"dataset {name!r}: group_by and order_by go together (a conversation "
                             "is a group of messages and their order)")
@@ -476,6 +490,17 @@ def _dataset_from_entry(name: str, entry: dict[str, Any], defaults: dict[str, An
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise RegistryError(f"dataset {name!r}: {days} must be an integer >= 1, got {value!r}")
     return config
+
+
+def _check_group_by(config: DatasetConfig) -> None:
+    """`group_by`: a field's path, or a list of several (no field twice); refused by name else."""
+    value = config.group_by
+    if value is None or isinstance(value, str) and value:
+        return
+    if not isinstance(value, tuple) or not value or not all(isinstance(v, str) and v for v in value) \
+            or len(set(value)) != len(value):
+        raise RegistryError(f"dataset {config.name!r}: group_by is a field's path or a list of "
+                            f"several different ones, got {value!r}")
 
 
 def _is_asyncapi(contract: str, registry_dir: str) -> bool:

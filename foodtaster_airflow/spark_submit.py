@@ -277,7 +277,9 @@ def retry_work(dataset: str, lake_uri: str) -> str | None:
 
     config = get_dataset(dataset)
     policies = retryable(read_references(config.load_contract()))
-    return due_work(Lake(lake_uri), dataset, policies, config.group_by, datetime.now(UTC))
+    conversation = config.conversation
+    return due_work(Lake(lake_uri), dataset, policies, conversation.group_by if conversation else (),
+                    datetime.now(UTC))
 
 
 # SparkSubmitHook.submit's failure names spark-submit's exit code, its only public trace:

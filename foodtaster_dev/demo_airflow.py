@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -102,8 +103,9 @@ def demo_registry(change) -> Path:
     for entry in document["datasets"].values():  # a contract file is named relative to its registry
         written = str(entry.get("contract", ""))
         file, colon, model = written.partition(".py:")
-        if written.endswith(".json") and not Path(written).is_absolute():
-            entry["contract"] = str((current.parent / written).resolve())
+        file_part = re.fullmatch(r"(.+?\.(?:json|ya?ml))(:.*)?", written)  # a document, maybe `:<part>`
+        if file_part and not Path(file_part[1]).is_absolute():
+            entry["contract"] = str((current.parent / file_part[1]).resolve()) + (file_part[2] or "")
         elif colon and not Path(file).is_absolute():
             entry["contract"] = f"{(current.parent / (file + '.py')).resolve()}:{model}"
     change(document)

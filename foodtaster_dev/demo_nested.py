@@ -1,6 +1,7 @@
 """`make demo`'s nested datasets: order events in a CloudEvents envelope (`contracts/order_events.py`,
-a pandera model) and a payment provider's charge webhooks (`contracts/payment_events.schema.json`,
-the provider's JSON Schema).
+a pandera model), a payment provider's charge webhooks (`contracts/payment_events.schema.json`,
+the provider's JSON Schema) and a carrier's parcel scans (`contracts/shipments.odcs.yaml`, an ODCS
+data contract with a key of two properties and a quality rule the batch gate adds).
 
 One generated day of each, with every nested kind of poison, goes through its DAG; the demo
 prints the verdict, one quarantined message with the reasons naming the failing elements
@@ -23,6 +24,8 @@ from foodtaster_dev.localenv import LocalAirflow
 
 DATASET = "order_events"
 SCHEMA_DATASET = "payment_events"
+ODCS_DATASET = "shipments"
+ODCS_MESSAGES = 100  # few: a redelivery, a conflicting pair and each poison kind, under hold_rate
 DATE = "2026-11-20"
 MESSAGES = 400
 
@@ -31,6 +34,7 @@ def nested_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
     """Run the nested datasets' DAGs on a generated day and print what happened; 1 if a run failed."""
     from foodtaster_dev.sample_events import generate_events
     from foodtaster_dev.sample_payments import generate_payments
+    from foodtaster_dev.sample_shipments import generate_shipments
 
     events = generate_events(lake.inbox(DATASET, DATE), messages=MESSAGES, batch_date=DATE,
                              poison_rate=0.1, seed=20)
@@ -38,9 +42,14 @@ def nested_demo(af: LocalAirflow, lake: Lake, logs: Path) -> int:
                   "contracts/order_events.py", _element_example)
     charges = generate_payments(lake.inbox(SCHEMA_DATASET, DATE), messages=MESSAGES, batch_date=DATE,
                                 poison_rate=0.1, seed=20)
-    return failed + _run(af, lake, logs, SCHEMA_DATASET,
-                         f"{charges.messages} charge webhooks judged by the provider's JSON Schema",
-                         "contracts/payment_events.schema.json", _keyword_example)
+    failed += _run(af, lake, logs, SCHEMA_DATASET,
+                   f"{charges.messages} charge webhooks judged by the provider's JSON Schema",
+                   "contracts/payment_events.schema.json", _keyword_example)
+    scans = generate_shipments(lake.inbox(ODCS_DATASET, DATE), messages=ODCS_MESSAGES, batch_date=DATE,
+                               poison_rate=0.12, seed=20)
+    return failed + _run(af, lake, logs, ODCS_DATASET,
+                         f"{scans.messages} parcel scans judged by an ODCS data contract",
+                         "contracts/shipments.odcs.yaml", _key_example)
 
 
 def _run(af: LocalAirflow, lake: Lake, logs: Path, dataset: str, what: str, contract: str,
@@ -70,6 +79,7 @@ def nested_outcome(lake: Lake, dataset: str = DATASET, example: Any = None) -> l
     lines = [f"  batch {batch_id}: {entry['verdict'].upper()} - {entry['messages']} messages, "
              f"{entry['valid']} valid, {entry['quarantined']} quarantined, "
              f"{entry['duplicates_dropped']} duplicates dropped"]
+    lines += _contract_gate(lake, dataset, batch_id)
     tables = DatasetTables(lake, dataset)
     if tables.batch(QUARANTINE, batch_id) is not None:
         found = (example or _element_example)(tables.read(QUARANTINE, batch_id).to_pylist())
@@ -89,6 +99,21 @@ def nested_outcome(lake: Lake, dataset: str = DATASET, example: Any = None) -> l
     return lines
 
 
+def _contract_gate(lake: Lake, dataset: str, batch_id: str) -> list[str]:
+    """The batch gate's verdict where the contract adds expectations of its own (an ODCS
+    document's dataset-level quality rules), each by its ODCS name."""
+    from foodtaster.state.lake import exists, read_json
+
+    added = get_dataset(dataset).read_contract().expectations
+    summary = lake.summary(dataset, batch_id)
+    if not added or not exists(summary):
+        return []
+    gate = read_json(summary).get("gate") or {}
+    verdict = "skipped" if gate.get("skipped") else "passed" if gate.get("passed") else "FAILED"
+    return [f"  batch gate: {verdict}, {len(gate.get('results') or [])} expectations, the contract's "
+            "quality rules among them: " + ", ".join(f"{e.name} ({e.type})" for e in added)]
+
+
 def _element_example(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The quarantined message with the most reasons inside array elements."""
     def inside(row: dict[str, Any]) -> int:
@@ -106,6 +131,12 @@ def _keyword_example(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
     best = max(rows, key=depth, default=None)
     return best if best is not None and depth(best) else None
+
+
+def _key_example(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A quarantined scan whose reason names the key of two properties: a conflicting copy."""
+    return next((row for row in rows if any((r["column"] or "").startswith("(") for r in row["reasons"])),
+                None)
 
 
 def _local(uri: str) -> str:

@@ -6,9 +6,15 @@ message) is judged by its payload, a JSON Schema (AsyncAPI's schema format is a 
 draft-07), through the JSON Schema front-end (`json_schema.schema_contract`): the payload's
 `$ref`s into the document (`#/components/schemas/...`) resolve in place, because the payload is
 judged inside a copy of the document's `components`. A payload in another schema format (Avro,
-Protobuf, RAML) is refused by name. What a message of a batch does not carry (its headers, a
-Kafka binding's key schema) and the document's other parts (servers, operations, other
+Protobuf, RAML) is refused by name. The document's other parts (servers, operations, other
 messages) are passed over and listed (`Contract.passed_over`).
+
+A message's `headers` schema and its Kafka binding's `key` schema are not judged yet. Where the
+dataset's source carries no headers or keys (the inbox: files of lines) they are passed over and
+listed; where it does (`carried`: a Kafka source keeps both, a NATS source headers) they are
+refused by name, unless the dataset lists them under `ignore` (`headers`, `bindings.kafka.key`):
+then passed over knowingly, and listed
+(docs/decisions/042-asyncapi-headers-and-keys-refused-where-carried.md).
 """
 
 from __future__ import annotations
@@ -29,9 +35,14 @@ JSON_SCHEMA_FORMATS = ("application/vnd.aai.asyncapi", "application/vnd.aai.asyn
                        "application/schema+yaml")
 
 
+# A message's parts besides its payload that a source may carry, by the name `ignore` takes.
+HEADERS, KAFKA_KEY = "headers", "bindings.kafka.key"
+
+
 def read_asyncapi(file: str | FilePath, part: str | None = None, *, ignore: tuple[str, ...] = (),
-                  assert_formats: tuple[str, ...] = ()) -> Contract:
-    """The named message's payload as a contract, or a ContractError naming what is refused."""
+                  assert_formats: tuple[str, ...] = (), carried: frozenset[str] = frozenset()) -> Contract:
+    """The named message's payload as a contract, or a ContractError naming what is refused.
+    `carried`: the parts (HEADERS, KAFKA_KEY) the dataset's source keeps beside each message."""
     path = FilePath(file).resolve()
     document = load(path, "AsyncAPI document")
     version = str(document.get("asyncapi", "")) if isinstance(document, dict) else ""
@@ -54,15 +65,35 @@ def read_asyncapi(file: str | FilePath, part: str | None = None, *, ignore: tupl
         schema["components"] = document["components"]
     passed = [f"{part} (not judged)" for part in ("servers", "operations", "info", "tags", "externalDocs")
               if part in document]
-    if message.get("headers") is not None:
-        passed.append("headers (a batch's messages carry no headers)")
+    parts = {HEADERS: message.get("headers") is not None, KAFKA_KEY: _kafka_key(message) is not None}
+    for name_, stated in parts.items():
+        if not stated:
+            continue
+        if name_ in ignore:
+            passed.append(f"{name_} (listed under ignore: not judged)")
+        elif name_ in carried:
+            raise ContractError(
+                f"{where}: the message's {name_} schema is not judged here yet, and the dataset's source "
+                f"carries {'headers' if name_ == HEADERS else 'record keys'}: they would go unjudged. List "
+                f"{name_!r} under the dataset's ignore in pipeline.yaml to pass it over knowingly")
+        else:
+            passed.append(f"{name_} (the dataset's source carries none: files of lines)")
+    ignore = tuple(i for i in ignore if i not in parts)
     if message.get("traits"):
         passed.append("traits (a message's traits add no payload)")
     if isinstance(message.get("bindings"), dict):
-        passed += [f"bindings.{b} (not judged)" for b in message["bindings"]]
+        passed += [f"bindings.{b} (not judged)" for b in message["bindings"]
+                   if not (b == "kafka" and parts[KAFKA_KEY])]
     passed += [f"message {other} (another message)" for other in messages if other != name]
     return schema_contract(schema, path, ignore=ignore, assert_formats=assert_formats, name=name,
                            source=f"{path}:{ref}", passed_over=tuple(passed))
+
+
+def _kafka_key(message: dict[str, Any]) -> Any:
+    """The Kafka binding's key schema of a message, or None."""
+    bindings = message.get("bindings")
+    kafka = bindings.get("kafka") if isinstance(bindings, dict) else None
+    return kafka.get("key") if isinstance(kafka, dict) else None
 
 
 def _messages(document: dict[str, Any]) -> Iterator[tuple[str, tuple[str, Any]]]:

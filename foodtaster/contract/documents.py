@@ -13,9 +13,10 @@ from foodtaster.contract.odcs import is_odcs, read_odcs
 
 
 def read_document(file: str | FilePath, part: str | None = None, *, ignore: tuple[str, ...] = (),
-                  assert_formats: tuple[str, ...] = ()) -> Contract:
+                  assert_formats: tuple[str, ...] = (), carried: frozenset[str] = frozenset()) -> Contract:
     """The contract a document states; `part` names an ODCS schema object or an AsyncAPI
-    message where the document has several."""
+    message where the document has several; `carried` what the dataset's source keeps beside
+    a message (an AsyncAPI message's headers, its Kafka key: `asyncapi.read_asyncapi`)."""
     path = FilePath(file)
     if path.suffix == ".json":
         if part is not None:
@@ -24,7 +25,7 @@ def read_document(file: str | FilePath, part: str | None = None, *, ignore: tupl
         return read_json_schema(path, ignore=ignore, assert_formats=assert_formats)
     document = load(path, "contract")
     if isinstance(document, dict) and "asyncapi" in document:
-        return read_asyncapi(path, part, ignore=ignore, assert_formats=assert_formats)
+        return read_asyncapi(path, part, ignore=ignore, assert_formats=assert_formats, carried=carried)
     if is_odcs(document):
         if ignore or assert_formats:
             raise ContractError(f"{path.name}: ignore and assert_formats are a JSON Schema's; an ODCS "

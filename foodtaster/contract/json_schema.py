@@ -7,7 +7,8 @@ message at a time, in the Spark job (`foodtaster.engine.judging.schema_judge`); 
 contracts"):
 
 - a property under `properties` of an object schema with one type is a typed column (a
-  string, a number as a double, an integer as decimal(38,0), a boolean, an object as a
+  string, a number as a double, an integer as a 64-bit long (one past 64 bits is
+  `out_of_range`; decimal(38,0) only where the schema's own bounds pass 64 bits), a boolean, an object as a
   struct, an array of one item schema as an array), `"null"` beside the type making it
   nullable; every other value (a type union, a schema of `oneOf`/`anyOf`, no `type`) is
   kept as its JSON text, a JSON null as the text `null`, apart from a missing key (SQL null);
@@ -53,7 +54,19 @@ _SCHEMA_MAP = ("properties", "patternProperties", "$defs", "definitions", "depen
                "dependencies")
 
 _SCALARS = {"string": JsonType("string"), "number": JsonType("number"), "boolean": JsonType("boolean"),
-            "integer": JsonType("decimal", 38, 0)}
+            "integer": JsonType("integer")}
+WIDE_INTEGER = JsonType("decimal", 38, 0)  # an integer whose schema admits values past 64 bits
+_LONG = (-(2**63), 2**63 - 1)
+
+
+def _scalar(kind: str, schema: Any) -> JsonType:
+    """A scalar's column type: an integer is a long unless the schema's own bounds admit a value
+    past 64 bits (`maximum: 1e20`, or a `minimum` alone, beyond it): then decimal(38,0)."""
+    if kind != "integer" or not isinstance(schema, dict):
+        return _SCALARS[kind]
+    bounds = [schema.get(k) for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")]
+    numbers = [b for b in bounds if isinstance(b, int | float) and not isinstance(b, bool)]
+    return WIDE_INTEGER if any(not _LONG[0] <= b <= _LONG[1] for b in numbers) else _SCALARS[kind]
 JSON_TEXT = JsonType("json")
 
 
@@ -321,7 +334,7 @@ def _typed_view(schema: Any, root: Any, at: Path, chain: frozenset[str] = frozen
         elif kind == "array" and isinstance(inner.get("items"), dict | bool) and "prefixItems" not in inner:
             fields.append(_slot(path, ARRAY, nullable, items=_items(inner["items"], root, inner_chain)))
         elif kind in _SCALARS:
-            fields.append(_slot(path, _SCALARS[kind], nullable))
+            fields.append(_slot(path, _scalar(kind, inner), nullable))
         else:
             fields.append(_slot(path, JSON_TEXT, True))
     return fields
@@ -332,7 +345,7 @@ def _items(schema: Any, root: Any, chain: frozenset[str]) -> Scope:
     kind, nullable = typed_kind(schema) if not recursive else (None, True)
     if kind == "object" and schema.get("properties"):
         return Scope(tuple(_typed_view(schema, root, Path(), chain)), strict=False)
-    json_type = _SCALARS.get(kind or "", JSON_TEXT)
+    json_type = _scalar(kind, schema) if kind in _SCALARS else JSON_TEXT
     return Scope((_slot(Path.of("value"), json_type, nullable or json_type is JSON_TEXT),), scalar=True)
 
 

@@ -273,6 +273,7 @@ class _Reader:
                 raise ContractError(f"{where}: a timestamp without a zone (timezone: false) is not judged "
                                     "here: a timestamp is ISO-8601 with Z or an offset")
             options.pop("timezone", None)
+            _refuse_timestamp_options(options, where)
         elif kind == "date":
             if options.get("format") in ("yyyy-MM-dd", "YYYY-MM-DD"):
                 options.pop("format")
@@ -401,6 +402,23 @@ def _operator(rule: Any, where: str) -> tuple[str, Any]:
         raise ContractError(f"{where}: quality rule {rule.name or rule.metric!r} needs one operator "
                             f"({', '.join(_OPERATORS)}), got {[n for n, _ in given] or 'none'}")
     return given[0]
+
+
+def _refuse_timestamp_options(options: dict[str, Any], where: str) -> None:
+    """A timestamp's `format` and bounds, each refused by name with why (not yet judged: a bound
+    is on the instant, offsets considered, which no check here compares; the text is read as
+    ISO-8601 with a zone whatever a `format` says)."""
+    if "format" in options:
+        raise ContractError(
+            f"{where}: logicalTypeOptions.format {options['format']!r} of a timestamp is not judged here: a "
+            "timestamp is read as ISO-8601 with Z or an offset (2026-11-20T10:00:00Z), whatever its format "
+            "says; remove format, or make the property a string with a pattern")
+    for option in _BOUNDS:
+        if option in options:
+            raise ContractError(
+                f"{where}: logicalTypeOptions.{option} of a timestamp is not judged here (a bound on an "
+                "instant, its offset counted, is no check here yet; a date's bounds are): remove it, or "
+                "bound a date property instead")
 
 
 def _date(value: Any, where: str) -> date:

@@ -50,7 +50,9 @@ def add_way_out_commands(commands: argparse._SubParsersAction) -> None:
     release_group = verbs.add_parser(
         "release", parents=[common],
         help="stop a group's poison messages holding it; the next run publishes its held messages in order")
-    release_group.add_argument("--group", required=True, help="the group's key, from `foodtaster groups ls`")
+    release_group.add_argument("--group", required=True,
+                               help="""the group's key, from `foodtaster groups ls` (several fields: """
+                                    """its JSON array, '["DHL","1Z99"]')""")
     release_group.add_argument("--why", required=True, help="why its later messages may go out: recorded")
     release_group.add_argument("--by", help="who releases it (default: your user name)")
     release_group.set_defaults(run=groups_release)
@@ -91,19 +93,19 @@ def purge_rows(args: argparse.Namespace) -> int:
     return 0
 
 
-def _conversation(args: argparse.Namespace) -> tuple[Any, str, str]:
-    """The lake, the dataset and its `group_by`; a usage error for a dataset without one."""
+def _conversation(args: argparse.Namespace) -> tuple[Any, str, tuple[str, ...]]:
+    """The lake, the dataset and its `group_by` fields; a usage error for a dataset without one."""
     from foodtaster.registry import RegistryError, get_dataset
 
     lake, dataset = dataset_and_lake(args)
-    group_by = get_dataset(dataset).group_by
-    if not group_by:
+    conversation = get_dataset(dataset).conversation
+    if conversation is None:
         raise RegistryError(f"{dataset} has no conversations: give group_by and order_by in pipeline.yaml")
-    return lake, dataset, group_by
+    return lake, dataset, conversation.group_by
 
 
 def groups_ls(args: argparse.Namespace) -> int:
-    from foodtaster.state.groups import open_group_report
+    from foodtaster.state.groups import group_name, open_group_report
 
     lake, dataset, group_by = _conversation(args)
     report = open_group_report(lake, dataset, group_by)
@@ -113,7 +115,7 @@ def groups_ls(args: argparse.Namespace) -> int:
     rows = [(entry["group"], ", ".join(p["message_id"] or "(unreadable)" for p in entry["poison"]),
              ", ".join(sorted({p["batch_id"] for p in entry["poison"]})), entry["since"][:19],
              f"{entry['held']:,}") for entry in report]
-    print_table((group_by, "poison message", "batch", "since", "held"), rows, right={4},
+    print_table((group_name(group_by), "poison message", "batch", "since", "held"), rows, right={4},
                  empty=f"no open group of {dataset}: nothing is held for its conversation")
     return 0
 
@@ -121,16 +123,17 @@ def groups_ls(args: argparse.Namespace) -> int:
 def groups_release(args: argparse.Namespace) -> int:
     from foodtaster.state.browse import NotInLake
     from foodtaster.state.dispositions import DispositionError, current_user
-    from foodtaster.state.groups import GroupLog, held_counts
+    from foodtaster.state.groups import GroupLog, group_name, held_counts
 
     lake, dataset, group_by = _conversation(args)
+    named = group_name(group_by)
     if not args.why.strip():
         raise DispositionError("say why the group's later messages may go out (--why)")
     released = GroupLog(lake, dataset).release_group(args.group, args.why.strip(), args.by or current_user())
     if not released:
-        raise NotInLake(f"{group_by} {args.group!r} of {dataset} is not held: see `foodtaster groups ls`")
+        raise NotInLake(f"{named} {args.group!r} of {dataset} is not held: see `foodtaster groups ls`")
     held = held_counts(lake, dataset, group_by).get(args.group, 0)
-    print(f"released {group_by} {args.group} of {dataset} ({len(released)} poison messages): the next run's "
+    print(f"released {named} {args.group} of {dataset} ({len(released)} poison messages): the next run's "
           f"retry task publishes its {held} held messages in order")
     return 0
 

@@ -15,14 +15,18 @@ by the poison's lineage, so the fold gives the same state in any order, and a `p
 entry written twice opens nothing twice (the job's rerun of a batch writes only the poison
 that is not open already).
 
+A group is spelled as text (`group_text`): one field's value, or the JSON array of several
+fields' values (`["DHL","1Z99"]`), as the job spells it (foodtaster.engine.split.group_hold).
+
 `open_group_report` is what `foodtaster groups ls` shows (pyarrow only, no Spark): each open
 group, its poison messages and how many of its messages are held in quarantine now.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +41,28 @@ from foodtaster.state.lake import Lake
 KIND = "groups"
 COMPACT_AFTER = 200
 RULE = rule_ids.GROUP_POISONED  # the reason of a message held for its group (layer `group`)
+
+
+def group_name(group_by: Sequence[str]) -> str:
+    """The group key as a person reads it: its field, or its fields in parentheses
+    (`(carrier,tracking_no)`), as a unique key of several fields is printed."""
+    return group_by[0] if len(group_by) == 1 else "(" + ",".join(group_by) + ")"
+
+
+def _spelled(value: Any) -> str:
+    """A value as Spark's cast to a string spells it (a boolean `true`, not `True`)."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def group_text(values: Sequence[Any]) -> str | None:
+    """A row's group as the job spells it (`group_hold.group_column`), from its `group_by`
+    fields' values in order: one value as text, several as the JSON array of their texts
+    (compact, non-ASCII kept, as Spark's `to_json`); None when a value is missing."""
+    if any(value is None for value in values):
+        return None
+    if len(values) == 1:
+        return _spelled(values[0])
+    return json.dumps([_spelled(value) for value in values], separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -125,7 +151,7 @@ class GroupLog:
         return self.release([p.lineage for p in self.open_groups().get(group, [])], why, by)
 
 
-def held_counts(lake: Lake, dataset: str, group_by: str) -> Counter[str]:
+def held_counts(lake: Lake, dataset: str, group_by: Sequence[str]) -> Counter[str]:
     """Group value -> its messages held in quarantine now (reason `group.poisoned`, not yet
     published later, duplicate or purged), from the quarantine table and the dispositions
     log, counted with pyarrow: only the distinct groups become Python values."""
@@ -137,24 +163,28 @@ def held_counts(lake: Lake, dataset: str, group_by: str) -> Counter[str]:
     disposed = Dispositions(lake, dataset).state().table()
     settled = disposed.filter(pc.is_in(disposed.column("status"), value_set=pa.array(sorted(SETTLED))))
     held: Counter[str] = Counter()
-    root = root_column(group_by)  # a nested group key is read through its top-level struct
-    if root in table_columns(lake, QUARANTINE, dataset):
-        table = read_batch(lake, QUARANTINE, dataset, None, [root, "reasons", *lineage])
+    # a nested group key is read through its top-level struct
+    roots = list(dict.fromkeys(root_column(path) for path in group_by))
+    if set(roots) <= set(table_columns(lake, QUARANTINE, dataset)):
+        table = read_batch(lake, QUARANTINE, dataset, None, [*roots, "reasons", *lineage])
         rows = table.filter(with_reason(table.column("reasons"), lambda rules: pc.equal(rules, RULE)))
-        rows = rows.filter(pc.is_valid(column_at(rows, group_by)))
+        parts = [f"_group{i}" for i in range(len(group_by))]
         # keyed as the dispositions log keys a row (a row with no line number is line 0)
         keys = pa.table({"_batch_id": pc.cast(rows.column("_batch_id"), pa.string()),
                          "_source_file": pc.cast(rows.column("_source_file"), pa.string()),
                          "_line_number": pc.fill_null(pc.cast(rows.column("_line_number"), pa.int64()), 0),
-                         "_group": column_at(rows, group_by)})
+                         **{part: column_at(rows, path) for part, path in zip(parts, group_by, strict=True)}})
         pending = keys.join(settled.select(lineage).cast(keys.select(lineage).schema), lineage,
                             join_type="left anti")
-        for entry in pc.value_counts(pending.column("_group")).to_pylist():
-            held[str(entry["values"])] += entry["counts"]
+        # counted by pyarrow: only the distinct groups become Python values
+        for entry in pending.group_by(parts).aggregate([([], "count_all")]).to_pylist():
+            group = group_text([entry[part] for part in parts])
+            if group is not None:
+                held[group] += entry["count_all"]
     return held
 
 
-def open_group_report(lake: Lake, dataset: str, group_by: str) -> list[dict[str, Any]]:
+def open_group_report(lake: Lake, dataset: str, group_by: Sequence[str]) -> list[dict[str, Any]]:
     """One entry an open group, oldest poison first: its key, its poison messages (id, batch,
     since) and how many of its messages are held."""
     held = held_counts(lake, dataset, group_by)

@@ -26,7 +26,7 @@ decides row by row; a no skips a pass that would have found nothing.
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -38,7 +38,7 @@ from foodtaster.lineage import BATCH_ID, LINE_NUMBER, LINEAGE_KEY, SOURCE_FILE, 
 from foodtaster.state.browse import column_at, read_batch, root_column, table_columns, with_reason
 from foodtaster.state.dispositions import EXHAUSTED, REDRIVEN, RETRYING, SETTLED, Dispositions
 from foodtaster.state.groups import RULE as HELD_RULE
-from foodtaster.state.groups import GroupLog
+from foodtaster.state.groups import GroupLog, group_text
 from foodtaster.state.lake import Lake
 from foodtaster.state.tables import QUARANTINE
 
@@ -123,16 +123,17 @@ def retry_candidates(lake: Lake, dataset: str, columns: Iterable[str], rules: Co
     return pa.table({column: column_at(kept, column) for column in wanted}).to_pylist()
 
 
-def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_by: str | None,
+def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_by: Sequence[str],
                now: datetime) -> str | None:
-    """Why the retry pass of `dataset` must run now, or None when it would do nothing."""
+    """Why the retry pass of `dataset` must run now, or None when it would do nothing.
+    `group_by`: the conversation's fields (`Conversation.group_by`), none without one."""
     if not (policies or group_by):
         return None
     if not table_columns(lake, QUARANTINE, dataset):
         return None
     state = retry_state(lake, dataset)  # one fold of the dispositions log
     settled = state.done()
-    columns = [*LINEAGE_KEY, "_ingested_at", "reasons", *([group_by] if group_by else [])]
+    columns = [*LINEAGE_KEY, "_ingested_at", "reasons", *group_by]
     # pyarrow keeps the rows whose rules could matter; the rules below decide, row by row
     candidates = retry_candidates(lake, dataset, columns, policies, HELD_RULE if group_by else None)
     pending = [row for row in candidates if _row_key(row) not in settled]
@@ -157,8 +158,8 @@ def retry_work(lake: Lake, dataset: str, policies: Mapping[str, Policy], group_b
             return "a poison message was published later or purged: its group is released"
         for row in pending:
             rules = [reason["rule"] for reason in row.get("reasons") or []]
-            group = row.get(group_by)
-            if HELD_RULE in rules and (group is None or str(group) not in open_groups):
+            group = group_text([row.get(path) for path in group_by])
+            if HELD_RULE in rules and (group is None or group not in open_groups):
                 return f"a held message's group is no longer open ({group})"
     return None
 

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from urllib.parse import quote
 
@@ -75,6 +76,7 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(demo):
     nested = out.split("airflow dags test foodtaster_order_events 2026-11-20")[1]
     nested = nested.split("The contract fix:")[0]
     nested, schema_part = nested.split("airflow dags test foodtaster_payment_events")
+    schema_part, odcs_part = schema_part.split("airflow dags test foodtaster_shipments")
     assert "SUCCESS" in nested and "PUBLISHED" in nested
     m = re.search(r"(\d+) messages, (\d+) valid, (\d+) quarantined, (\d+) duplicates dropped", nested)
     messages, valid, quarantined, dropped = map(int, m.groups())
@@ -93,6 +95,7 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(demo):
     keywords = ("minimum|maximum|exclusiveMinimum|maxLength|minLength|pattern|enum|type|required|oneOf|"
                 "additionalProperties|format|maxItems|const")
     assert re.search(rf"    (data\.\S+): \S+\.({keywords})\b", schema_part), schema_part
+    _shipments_part(tmp_path, odcs_part)
     # The JetStream part runs whenever the machine's NATS answers (it does under CI).
     assert "Published 500 messages to JetStream" in out or "the JetStream demo is skipped" in out
     if "Published 500 messages" in out:
@@ -116,6 +119,37 @@ def test_make_demo_publishes_the_clean_day_and_holds_the_poisoned_one(demo):
     assert f"dead letters on foodtaster-demo-orders-dlq: {quarantined} " in kafka_part
     pid = int(re.search(r"Tansu, pid (\d+)", out).group(1))
     assert "stopped the broker" in kafka_part and not Path(f"/proc/{pid}").exists()
+
+
+def _shipments_part(lake: Path, part: str) -> None:
+    """The ODCS dataset: a key of two properties, the contract's own gate rule by its name, and
+    every line where the generator's truth says (regenerated here: the same arguments, the same
+    bytes), read from the tables."""
+    from foodtaster.state.lake import Lake
+    from foodtaster.state.tables import QUARANTINE, VALID, DatasetTables
+    from foodtaster_dev.demo_nested import DATE, ODCS_MESSAGES
+    from foodtaster_dev.sample_shipments import generate_shipments
+
+    assert "SUCCESS" in part and "PUBLISHED" in part and "contracts/shipments.odcs.yaml" in part
+    m = re.search(r"(\d+) messages, (\d+) valid, (\d+) quarantined, (\d+) duplicates dropped", part)
+    messages, valid, quarantined, dropped = map(int, m.groups())
+    assert messages == ODCS_MESSAGES == valid + quarantined + dropped and quarantined > 0 and dropped > 0
+    assert "batch gate: passed" in part and "a_day_has_scans (expect_table_row_count_to_be_between)" in part
+    assert "(carrier,tracking_no): (carrier,tracking_no).conflicting_duplicate" in part
+    assert "‹personal: object" in part and "Ada Lovelace" not in part  # the recipient is restricted
+    with tempfile.TemporaryDirectory() as folder:  # not in the lake: other tests walk it
+        truth = generate_shipments(folder, messages=ODCS_MESSAGES, batch_date=DATE, poison_rate=0.12,
+                                   seed=20).truth
+    tables = DatasetTables(Lake(str(lake)), "shipments")
+    rows = tables.read(QUARANTINE, "20261120").to_pylist()
+
+    def reasons(row: dict) -> set[tuple[str, str | None]]:
+        return {(x["rule"], x["column"]) for x in row["reasons"]}
+
+    held = {(Path(r["_source_file"]).name, r["_line_number"]): reasons(r)
+            for r in rows}
+    assert held == {(t.file, t.line): set(t.reasons) for t in truth if t.expected == "quarantined"}
+    assert tables.read(VALID, "20261120").num_rows == valid == sum(t.expected == "valid" for t in truth)
 
 
 def test_a_reader_with_only_pyiceberg_finds_what_the_demo_printed(demo):

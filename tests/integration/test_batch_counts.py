@@ -40,7 +40,7 @@ def hashes(frame, column):
 
 
 def test_the_splits_keys_and_groups_are_those_counted_alone(flagged):
-    counts = counts_of.batch_counts(flagged, MESSAGE_ID, group_hash("order_id"))
+    counts = counts_of.batch_counts(flagged, MESSAGE_ID, group_hash(("order_id",)))
 
     splits = {(r._source_file, r._split_start): r.asDict() for r in counts_of.split_offsets(counts).collect()}
     alone = {(r._source_file, r._split_start): r.asDict() for r in ingest.split_offsets(flagged).collect()}
@@ -53,7 +53,7 @@ def test_the_splits_keys_and_groups_are_those_counted_alone(flagged):
 
     failed = hashes(counts_of.failed_group_hashes(counts), GROUP_HASH)
     # o0 failed eight times (amount -1), each other order passed
-    assert failed == [flagged.where("order_id = 'o0'").select(group_hash("order_id")).first()[0]]
+    assert failed == [flagged.where("order_id = 'o0'").select(group_hash(("order_id",))).first()[0]]
     assert flagged.where("_failed").count() == 8
 
 

@@ -138,3 +138,17 @@ def test_odcs_pandera_and_json_schema_give_the_same_verdicts_and_failing_paths(s
     assert verdicts[0] == verdicts[1] == verdicts[2]
     assert verdicts[0] == [[], ["carrier"], ["tracking_no"], ["weight_g"], ["status", "weight_g"],
                            ["weight_g"], ["status"], ["tracking_no"], ["carrier", "weight_g"]]
+
+
+def test_the_shipments_generator_writes_what_its_truth_says(spark, tmp_path):
+    """`make demo`'s shipments day (foodtaster_dev.sample_shipments): the ODCS contract gives each
+    line exactly its truth's outcome and (rule, column) reasons, the key of two fields included."""
+    from foodtaster_dev.sample_shipments import generate_shipments
+
+    batch = generate_shipments(tmp_path, messages=60, poison_rate=0.4, seed=3)
+    lines = (tmp_path / batch.files[0]).read_text().splitlines()
+    rows = judged(spark, lines).collect()
+    outcome = {"valid": "valid", "quarantined": "quarantined", "duplicate_dropped": "duplicate"}
+    got = [(r._outcome, frozenset((x.rule, x.column) for x in r.reasons or [])) for r in rows]
+    assert got == [(outcome[t.expected], t.reasons) for t in batch.truth]
+    assert {t.kind for t in batch.truth} >= {"conflicting_duplicate", "redelivery", "unknown_status"}

@@ -9,7 +9,7 @@ that Hypothesis 6.170 removed.) On every message: the same verdict; on a failing
 places (`jsonschema`'s error paths, ours the reasons' columns: a missing or unexpected
 property is named by its own path, one step under the object `jsonschema` names).
 
-A value the schema allows but valid/ cannot hold (an integer beyond 38 digits, a number
+A value the schema allows but valid/ cannot hold (an integer beyond 64 bits, a number
 beyond a double) is `out_of_range` here (docs/judging.md): such messages are drawn only
 from the bounds below, and one test holds that case on its own.
 """
@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from support.frames import lines_frame
 
 from foodtaster.contract.json_schema import read_json_schema
+from foodtaster.contract.model import JsonType
 from foodtaster.contract.path import Path
 from foodtaster.engine.judging.judging import validate_lines
 
@@ -210,12 +211,22 @@ def test_spark_and_jsonschema_agree_on_every_message(spark, tmp_path, name):
 
 
 def test_what_valid_cannot_hold_is_out_of_range_though_the_schema_allows_it(spark, tmp_path):
+    """An integer is a 64-bit long in valid/ (1.0 and 1e2 are integers, as JSON Schema counts
+    them, and are written 1 and 100); one past 64 bits is `out_of_range`, as the pandera
+    front-end has it, unless the schema's own bounds pass 64 bits: then decimal(38,0)."""
     path = tmp_path / "big.schema.json"
     path.write_text(json.dumps({"properties": {"n": {"type": "integer"}, "x": {"type": "number"},
-                                               "any": {}}}))
+                                               "w": {"type": "integer", "maximum": 10**30}, "any": {}}}))
     contract = read_json_schema(path)
-    batch = [{"n": 10**40}, {"x": 1}, {"n": 10**37, "x": 1.5}]
-    lines = [json.dumps(m).encode() for m in batch] + [b'{"any": 1e400}']
+    assert {f.name: f.json_type.name for f in contract.fields}["n"] == "integer"
+    assert contract.slot("w").json_type == JsonType("decimal", 38, 0)
+    lines = [b'{"n": 1' + b"0" * 40 + b"}", b'{"x": 1}', b'{"n": 9223372036854775807, "x": 1.5}',
+             b'{"n": 9223372036854775808}', b'{"n": -9223372036854775809}', b'{"n": 1.0}', b'{"n": 1e2}',
+             b'{"n": 1.5e19}', b'{"n": 2.5}', b'{"w": 1' + b"0" * 25 + b"}", b'{"any": 1e400}']
     rows = validate_lines(lines_frame(spark, lines), contract, 1 << 20).orderBy("_row_id").collect()
+    beyond = [("n.out_of_range", "n")]
     assert [sorted((r.rule, r.column) for r in row["_reasons"]) for row in rows] == [
-        [("n.out_of_range", "n")], [], [], [("any.out_of_range", "any")]]
+        beyond, [], [], beyond, beyond, [], [], beyond, [("n.type(integer)", "n")], [],
+        [("any.out_of_range", "any")]]
+    assert [rows[i]["n"] for i in (2, 5, 6)] == [2**63 - 1, 1, 100] and rows[9]["w"] == 10**25
+    assert "beyond 64 bits" in rows[3]["_reasons"][0].message

@@ -261,7 +261,7 @@ def test_redrive_after_a_fix_then_the_retry_pass_releases_the_conversation(spark
     lake, _ = _lake_copy(tasted, tmp_path_factory, "redrive")
     fixed = dataclasses.replace(get_dataset(DATASET), contract=FIXED)
     # the held messages' group is read by its path: open, so the retry pass has nothing to do
-    assert retry_work(lake, DATASET, {}, "data.order_id", datetime.now(UTC)) is None
+    assert retry_work(lake, DATASET, {}, ("data.order_id",), datetime.now(UTC)) is None
     report = run_redrive(spark, RedriveRun(config=fixed, lake=lake, by="test", why="qty 0 is a line",
                                            selection=Selection(DAY, DAY, message_id="ev-hand-2"),
                                            redrive_id="r1"))
@@ -270,7 +270,7 @@ def test_redrive_after_a_fix_then_the_retry_pass_releases_the_conversation(spark
     assert published.id == "ev-hand-2" and [line.qty for line in published.data.lines] == [1, 2, 0]
     assert str(published.data.total) == "12.50" and published._line_number == 2
 
-    assert "published later" in retry_work(lake, DATASET, {}, "data.order_id", datetime.now(UTC))
+    assert "published later" in retry_work(lake, DATASET, {}, ("data.order_id",), datetime.now(UTC))
     summary = run_retries(spark, fixed, lake, run_id="t1")
     assert (summary["released_poison"], summary["held_published"]) == (1, 2)
     (where,) = summary["paths"].values()

@@ -47,7 +47,7 @@ def _retries(spark, lake, now, run_id):
     has anything to do, as the DAG's retry task does: the answer must be yes exactly when the
     pass then moves a row or releases a group, since a no means no Spark start at all."""
     policies = contract_references.retryable(contract_references.read_references(ORDERS.load_contract()))
-    why = retry_work(lake, "orders", policies, ORDERS.group_by, now)
+    why = retry_work(lake, "orders", policies, ORDERS.conversation.group_by, now)
     done = run_retries(spark, ORDERS, lake, now=now, run_id=run_id)
     moved = sum(done[k] for k in ("published", "attempted", "exhausted", "held_published", "released_poison"))
     assert (why is not None) == (moved > 0), (run_id, why, done)

@@ -90,9 +90,26 @@ def test_a_message_by_name_or_ref_is_judged_by_its_payload_with_components_resol
         assert verdict(contract, {"id": 1, "lumens": 3, "sentAt": "2026-11-20T10:00:00Z"}) is None
         assert verdict(contract, {"id": -1, "sentAt": 5}) == [
             ("id.minimum(0)", "id"), ("lumens.required", "lumens"), ("sentAt.type(string)", "sentAt")]
-    assert "headers (a batch's messages carry no headers)" in contract.passed_over
-    assert "bindings.kafka (not judged)" in contract.passed_over
+    assert "headers (the dataset's source carries none: files of lines)" in contract.passed_over
+    assert "bindings.kafka.key (the dataset's source carries none: files of lines)" in contract.passed_over
     assert [r.path for r in describe(contract)] == ["id", "lumens", "sentAt"]
+
+
+def test_headers_and_a_kafka_key_a_source_carries_are_refused_by_name_unless_ignored(tmp_path):
+    """Not judged yet: where the source keeps them beside the message (Kafka: headers and key;
+    NATS: headers), the contract is refused by name; listed under `ignore`, passed over."""
+    file = write(tmp_path, V30)
+    kafka, nats = frozenset({"headers", "bindings.kafka.key"}), frozenset({"headers"})
+    with pytest.raises(ContractError, match=r"LightMeasured: .*headers schema is not judged here yet.*"
+                                            r"carries headers.*'headers' under the dataset's ignore"):
+        read_document(file, "LightMeasured", carried=nats)
+    with pytest.raises(ContractError, match=r"bindings.kafka.key schema is not judged.*carries record keys"):
+        read_document(file, "LightMeasured", carried=kafka, ignore=("headers",))
+    contract = read_document(file, "LightMeasured", carried=kafka, ignore=("headers", "bindings.kafka.key"))
+    assert {"headers (listed under ignore: not judged)",
+            "bindings.kafka.key (listed under ignore: not judged)"} <= set(contract.passed_over)
+    assert contract.schema.ignored == ()  # message parts, not keywords of the payload's schema
+    assert read_document(file, "TurnOn", carried=kafka).passed_over  # a message with neither: read
 
 
 def test_the_message_must_be_named_where_the_document_has_several(tmp_path):

@@ -111,7 +111,7 @@ def test_without_a_dataset_the_cli_names_the_registrys(lake):
     done = subprocess.run([sys.executable, "-m", "foodtaster", "batches"], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": PROJECT_ROOT, "FOODTASTER_LAKE": str(lake)},
                           timeout=60)
-    named = "['customers', 'order_events', 'orders', 'payment_events']: give --dataset"
+    named = "['customers', 'order_events', 'orders', 'payment_events', 'shipments']: give --dataset"
     assert done.returncode == 2 and named in done.stderr
 
 

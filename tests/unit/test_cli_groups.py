@@ -121,6 +121,6 @@ def test_held_messages_are_counted_across_batches_leaving_out_settled_ones_and_t
     log.record("duplicate", [("20261121", SOURCE, 2)], by="test")
     log.record("retrying", [(BATCH, SOURCE, 5), ("20261121", SOURCE, 4)], by="test", attempts=1)
     # and the first batch's m-2, m-3 (o-1) and m-5 (o-2); retrying is not settled
-    assert held_counts(the_lake, "orders", "order_id") == {"o-1": 3, "o-2": 2}
+    assert held_counts(the_lake, "orders", ("order_id",)) == {"o-1": 3, "o-2": 2}
     log.record("purged", [(BATCH, SOURCE, 2), (BATCH, SOURCE, 5)], by="test", why="gone")
-    assert held_counts(the_lake, "orders", "order_id") == {"o-1": 2, "o-2": 1}
+    assert held_counts(the_lake, "orders", ("order_id",)) == {"o-1": 2, "o-2": 1}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from support.lake import poison
 
-from foodtaster.registry import RegistryError, load_registry
-from foodtaster.state.groups import GroupLog
+from foodtaster.registry import Conversation, RegistryError, load_registry
+from foodtaster.state.groups import GroupLog, group_name, group_text
 from foodtaster.state.lake import Lake
 
 
@@ -66,3 +68,32 @@ def test_group_by_needs_order_by(tmp_path):
 def test_orders_are_conversations_of_an_order():
     config = load_registry()["orders"]
     assert (config.group_by, config.order_by) == ("order_id", "created_at")
+
+
+def _registry(tmp_path, group_by: str) -> Path:
+    registry = tmp_path / "pipeline.yaml"
+    registry.write_text(
+        "datasets:\n  shipments:\n    contract: contracts/shipments.odcs.yaml:shipments\n"
+        f"    expectation_suite: expectations/orders.json\n    group_by: {group_by}\n"
+        "    order_by: scanned_at\n")
+    return registry
+
+
+def test_a_conversation_of_several_fields_is_a_list_and_one_listed_field_is_that_field(tmp_path):
+    config = load_registry(_registry(tmp_path, "[carrier, tracking_no]"))["shipments"]
+    assert config.conversation == Conversation(("carrier", "tracking_no"), "scanned_at")
+    one = load_registry(_registry(tmp_path, "[carrier]"))["shipments"]
+    assert (one.group_by, one.conversation) == ("carrier", Conversation(("carrier",), "scanned_at"))
+    for wrong in ("[carrier, carrier]", "[]", "[carrier, 3]", "{a: b}"):
+        with pytest.raises(RegistryError, match="group_by is a field's path or a list"):
+            load_registry(_registry(tmp_path, wrong))
+
+
+def test_a_group_is_spelled_as_the_job_spells_it():
+    assert group_text(["o-1"]) == "o-1"  # one field: its text, as before
+    assert group_text([7]) == "7" and group_text([True]) == "true"
+    assert group_text(["DHL", "1Z99"]) == '["DHL","1Z99"]'
+    assert group_text(["Zoë", 'a"b']) == '["Zoë","a\\"b"]'
+    assert group_text(["DHL", None]) is None and group_text([None]) is None
+    assert group_name(("order_id",)) == "order_id"
+    assert group_name(("carrier", "tracking_no")) == "(carrier,tracking_no)"

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from foodtaster.contract.json_schema import read_json_schema
-from foodtaster.contract.model import ContractError
+from foodtaster.contract.model import ContractError, JsonType
 from foodtaster.engine.judging.schema_judge import judge_message
 from foodtaster.registry import RegistryError, load_registry
 
@@ -41,15 +41,16 @@ def test_the_typed_view_types_what_has_one_type_and_keeps_the_rest_as_json_text(
                 "tags": {"type": "array", "items": {"type": "string"}},
                 "any": {}}},
         },
-        "$defs": {"line": {"type": "object", "properties": {"qty": {"type": "integer"}}}},
+        "$defs": {"line": {"type": "object", "properties": {"qty": {"type": "integer", "minimum": -1e20}}}},
     }))
     assert contract.name == "Event" and contract.judged_by_schema
     assert [(f.name, f.json_type.name) for f in contract.fields] == [
-        ("id", "string"), ("count", "decimal"), ("ratio", "number"), ("ts", "json"),
+        ("id", "string"), ("count", "integer"), ("ratio", "number"), ("ts", "json"),
         ('["app.name"]', "string"), ("data", "object"), ("data.lines", "array"), ("data.tags", "array"),
         ("data.any", "json")]
     lines = contract.slot("data.lines").items
-    assert [(f.name, f.json_type.precision) for f in lines.fields] == [("qty", 38)]
+    # an integer is a long, unless the schema's bounds pass 64 bits: then decimal(38,0)
+    assert [(f.name, f.json_type) for f in lines.fields] == [("qty", JsonType("decimal", 38, 0))]
     assert contract.slot("data.tags").items.scalar
 
 

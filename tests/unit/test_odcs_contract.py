@@ -185,6 +185,12 @@ def test_a_primary_key_of_one_property_is_that_propertys_unique_key(tmp_path):
     ("schema: [{name: a, quality: [{metric: rowCount, mustNotBe: 3}], properties: [{name: x, "
      "logicalType: integer}]}]", "(rowCount mustNotBe) is not judged"),
     ("schema: [{name: a, properties: [{name: o, logicalType: object}]}]", "an object with no property"),
+    ("schema: [{name: a, properties: [{name: t, logicalType: timestamp, logicalTypeOptions: "
+     "{format: 'yyyy-MM-dd HH:mm:ss'}}]}]", "logicalTypeOptions.format 'yyyy-MM-dd HH:mm:ss' of a timestamp"),
+    ("schema: [{name: a, properties: [{name: t, logicalType: timestamp, logicalTypeOptions: "
+     "{minimum: '2020-01-01T00:00:00Z'}}]}]", "logicalTypeOptions.minimum of a timestamp is not judged"),
+    ("schema: [{name: a, properties: [{name: t, logicalType: timestamp, logicalTypeOptions: "
+     "{exclusiveMaximum: '2030-01-01T00:00:00Z', timezone: true}}]}]", "exclusiveMaximum of a timestamp"),
     ("schema: [{name: a, properties: [{name: x, logicalType: string}]}]\nsurprise: 1",
      "is no ODCS 3.x document"),
 ])

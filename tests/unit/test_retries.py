@@ -60,25 +60,26 @@ def test_only_rows_with_rules_the_pass_acts_on_are_read_into_python(lake):
 
 def test_a_row_failing_only_retryable_rules_is_due_its_first_wait_after_landing(lake):
     due = LANDED + timedelta(seconds=POLICY.wait_s(0))
-    assert retry_work(lake, "orders", {REF: POLICY}, "order_id", due - timedelta(seconds=1)) is None
-    assert retry_work(lake, "orders", {REF: POLICY}, "order_id", due) == f"a retryable row is due ({key(3)})"
-    assert retry_work(lake, "orders", {}, None, due) is None
+    assert retry_work(lake, "orders", {REF: POLICY}, ("order_id",), due - timedelta(seconds=1)) is None
+    why = retry_work(lake, "orders", {REF: POLICY}, ("order_id",), due)
+    assert why == f"a retryable row is due ({key(3)})"
+    assert retry_work(lake, "orders", {}, (), due) is None
 
 
 def test_the_recorded_next_attempt_decides_and_a_settled_row_is_never_due(lake):
     log = Dispositions(lake, "orders")
     later = LANDED + timedelta(days=1)
     log.record("retrying", [(BATCH, SOURCE, 3)], by="test", attempts=1, next_at=later.isoformat())
-    assert retry_work(lake, "orders", {REF: POLICY}, "order_id", later - timedelta(seconds=1)) is None
-    why = retry_work(lake, "orders", {REF: POLICY}, "order_id", later)
+    assert retry_work(lake, "orders", {REF: POLICY}, ("order_id",), later - timedelta(seconds=1)) is None
+    why = retry_work(lake, "orders", {REF: POLICY}, ("order_id",), later)
     assert why == f"a retryable row is due ({key(3)})"
     log.record("redriven", [(BATCH, SOURCE, 3)], by="test", where="valid/orders/x")
-    assert retry_work(lake, "orders", {REF: POLICY}, "order_id", later + timedelta(days=30)) is None
+    assert retry_work(lake, "orders", {REF: POLICY}, ("order_id",), later + timedelta(days=30)) is None
 
 
 def test_a_held_row_makes_work_once_its_group_is_released(lake):
-    assert retry_work(lake, "orders", {}, "order_id", LANDED) is None
+    assert retry_work(lake, "orders", {}, ("order_id",), LANDED) is None
     GroupLog(lake, "orders").release_group("o-1", "fixed downstream", "test")
-    why = retry_work(lake, "orders", {}, "order_id", LANDED)
+    why = retry_work(lake, "orders", {}, ("order_id",), LANDED)
     assert why == "a held message's group is no longer open (o-1)"
-    assert retry_work(lake, "orders", {REF: POLICY}, None, LANDED) is None  # no groups: no held rows
+    assert retry_work(lake, "orders", {REF: POLICY}, (), LANDED) is None  # no groups: no held rows

@@ -212,6 +212,8 @@ def parser_input(contract: Contract, max_message_bytes: int) -> layers.ParserInp
     judged = judged_arrays(contract)
     spec = {"max_bytes": max_message_bytes, "value_chars": VALUE_MAX_CHARS, "strict": contract.strict,
             "fields": [_slot_spec(f, judged) for f in contract.fields]}
+    if contract.judged_by_schema:  # JSON Schema's integer is any whole number: 1.0 and 1e2 are
+        spec["whole_numbers"] = True
     arrays = [f for f in contract.fields if f.path in judged]
     extra = []
     for rule in arrays:

@@ -197,14 +197,14 @@ def _release_groups(spark: SparkSession, lake: Lake, config: DatasetConfig, conv
     # A group that is not open holds nothing: its held rows go out (also after a crash
     # between the release and this publication).
     opened = spark.createDataFrame([(g,) for g in still_open] or [("",)], "_g string")
-    free = held.join(F.broadcast(opened), F.col(conversation.group_by).cast("string") == F.col("_g"),
+    free = held.join(F.broadcast(opened), group_hold.group_column(conversation.group_by) == F.col("_g"),
                      "left_anti")
     if published_keys is not None:
         free = free.join(published_keys, "_key", "left_anti")
     keys = [r["_key"] for r in free.select("_key").collect()]
     if keys:
         written = publish_later(spark, lake, config, free, redrive_id + "-g", run_id,
-                                order=[conversation.group_by, conversation.order_by])
+                                order=[*conversation.group_by, conversation.order_by])
         paths.update(written)
         record_status(lake, config.name, "redriven", keys, by="group release", run=run_id,
                       why="its group was released", where=",".join(written.values()))

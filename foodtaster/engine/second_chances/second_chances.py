@@ -166,7 +166,7 @@ def prepare(spark: SparkSession, lake: Lake, config: DatasetConfig, log: BatchLo
     if conversation is not None:
         contract = config.read_contract()
         paths = {f.name for f in contract.fields if not (f.is_object or f.is_array)}
-        missing = [name for name in (conversation.group_by, conversation.order_by) if name not in paths]
+        missing = [name for name in (*conversation.group_by, conversation.order_by) if name not in paths]
         key = unique_key(contract)
         if missing or key is None:
             raise RegistryError(

@@ -27,6 +27,9 @@ import java.util.Map;
  *
  * <p>A spec (JSON) names what to look for, so one class serves every contract:
  * <pre>{"max_bytes": 1048576, "value_chars": 200, "strict": false, "fields": [slot, ...]}</pre>
+ * and, for a JSON Schema contract, {@code "whole_numbers": true}: an integer slot then takes any
+ * JSON number whose value is whole ({@code 1.0}, {@code 1e2}), as JSON Schema (draft 6 on) counts
+ * integers; without it an integer is a JSON integer literal, as pandera's {@code int} is.
  * A slot is {@code {"path": ["data", "customer", "email"], "type": T}}: the keys from its scope's
  * object (the message, or an array's element) down to the value. T is string, number, integer,
  * boolean, date, decimal (with {@code precision} and {@code scale}), object (every object ancestor
@@ -189,15 +192,20 @@ public final class StrictLineParser implements Serializable {
     private final Node[] judgedArrays;  // the root's arrays whose elements are judged here
     private final int maxBytes;
     private final int valueChars;
+    private final boolean wholeNumbers;  // an integer slot takes 1.0 and 1e2 (JSON Schema's integer)
 
     public StrictLineParser(String spec) {
-        Map<String, Object> top = object(readSpec(spec), "the spec", "max_bytes", "value_chars", "strict", "fields");
+        Map<String, Object> top = object(readSpec(spec), "the spec", "max_bytes", "value_chars", "strict", "fields",
+                "whole_numbers");
         Object maxBytes = top.get("max_bytes"), valueChars = top.get("value_chars");
         if (!(maxBytes instanceof Integer) || !(valueChars instanceof Integer) || !top.containsKey("fields")) {
             throw new IllegalArgumentException("spec needs max_bytes, value_chars (integers) and fields: " + spec);
         }
         this.maxBytes = (Integer) maxBytes;
         this.valueChars = (Integer) valueChars;
+        Object whole = top.getOrDefault("whole_numbers", Boolean.FALSE);
+        if (!(whole instanceof Boolean)) throw new IllegalArgumentException("whole_numbers is true or false: " + spec);
+        this.wholeNumbers = (Boolean) whole;
         boolean[] strictSeen = {false};
         root = scope(top, "the spec", strictSeen);
         anyPaths = strictSeen[0];
@@ -776,6 +784,13 @@ public final class StrictLineParser implements Serializable {
                     }
                     return;
                 }
+                if (t == JsonToken.VALUE_NUMBER_FLOAT && wholeNumbers) {
+                    int whole = wholeLong(p.getText(), out, v);
+                    if (whole != NOT_WHOLE) {
+                        if (whole == OK) out[s] = OK; else outOfRange(p, out, s, x);
+                        return;
+                    }
+                }
                 break;
             case DECIMAL:
                 if (t == JsonToken.VALUE_NUMBER_INT || t == JsonToken.VALUE_NUMBER_FLOAT) {
@@ -885,6 +900,40 @@ public final class StrictLineParser implements Serializable {
             }
         }
         return -1;
+    }
+
+    private static final int NOT_WHOLE = -1;
+
+    /**
+     * A number literal with a fraction or an exponent ({@code 1.0}, {@code 1e2}) as a long at
+     * {@code out[v]}: OK; OUT_OF_RANGE for a whole number beyond 64 bits (its integer digits
+     * counted first: {@code 1e999999} is never spelled out); NOT_WHOLE for a fraction.
+     */
+    static int wholeLong(String literal, Object[] out, int v) {
+        BigDecimal d;
+        try {
+            d = new BigDecimal(literal);
+        } catch (NumberFormatException | ArithmeticException e) {
+            // an exponent beyond a BigDecimal's: zero if every digit is, else far past 64 bits
+            // when it is positive, and a fraction when it is negative
+            if (!nonZeroDigit(literal)) {
+                out[v] = 0L;
+                return OK;
+            }
+            int e2 = Math.max(literal.indexOf('e'), literal.indexOf('E'));
+            return literal.charAt(e2 + 1) == '-' ? NOT_WHOLE : OUT_OF_RANGE;
+        }
+        if (d.signum() == 0) {
+            out[v] = 0L;
+            return OK;
+        }
+        if (d.precision() - d.scale() > LONG_DIGITS) return OUT_OF_RANGE;
+        BigDecimal stripped = d.stripTrailingZeros();
+        if (stripped.scale() > 0) return NOT_WHOLE;
+        java.math.BigInteger whole = stripped.toBigIntegerExact();
+        if (whole.bitLength() > 63) return OUT_OF_RANGE;
+        out[v] = whole.longValue();
+        return OK;
     }
 
     private void outOfRange(JsonParser p, Object[] out, int s, int x) throws IOException {
