@@ -29,6 +29,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cached_property
 
 from pyiceberg.table import Table
 from pyspark.sql import DataFrame, Observation, SparkSession
@@ -116,13 +117,19 @@ class _Batch:
     log: BatchLogger
     poison: DataFrame | None  # the poison list, small, so broadcast
     started: float
-    masker: Masker  # what a person may read of a quarantined row (`foodtaster.privacy`)
     drift: DriftSpec | None = None  # what the pass reads for drift; None: drift not recorded
     tables: DatasetTables = field(init=False)
     timings: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.tables = DatasetTables(self.run.lake, self.run.config.name, self.run.config.table_names)
+
+    @cached_property
+    def masker(self) -> Masker:
+        """What a person may read of a quarantined row (`foodtaster.privacy`), keyed with the
+        lake's key: made at its first use, after the batch was checked against its manifest, so a
+        batch refused before writing leaves no key behind either."""
+        return Masker.for_readers(self.run.config, self.run.lake.root, self.contract)
 
     def lap(self, name: str, since: float) -> float:
         now = time.perf_counter()
@@ -161,7 +168,7 @@ def judge_batch(spark: SparkSession, run: BatchRun, isolated: list[crash.Isolate
     log = batch_logger(__name__, config.name, run.batch_id)
     contract = config.read_contract()
     batch = _Batch(
-        run=run, contract=contract, masker=Masker.for_readers(config, run.lake.root, contract),
+        run=run, contract=contract,
         extras=second_chances.prepare(spark, run.lake, config, log),
         manifest=inputs.read_manifest(run.input_path), log=log,
         poison=listed.poison_frame(spark, entries) if entries else None, started=started,
